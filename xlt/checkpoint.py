@@ -1,0 +1,72 @@
+"""Checkpoints as safetensors + JSON only (nothing is ever unpickled).
+
+A training checkpoint folder holds ``model.safetensors``, ``optimizer.safetensors`` (tensors of the optimizer
+state and the RNG state) and ``trainer_state.json`` (step, schedule, best score, optimizer param groups).  Folders
+are written under a temporary name and renamed, so an interruption never leaves a half-written checkpoint.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+
+def _atomic_dir(target: Path, write) -> None:
+    tmp = target.with_name(target.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    write(tmp)
+    old = target.with_name(target.name + ".old")
+    if target.exists():
+        target.rename(old)
+    os.replace(tmp, target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def save_model(model: torch.nn.Module, folder: Path) -> None:
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    _atomic_dir(folder, lambda d: save_file(state, str(d / "model.safetensors")))
+
+
+def load_model_state(model: torch.nn.Module, folder: Path) -> None:
+    model.load_state_dict(load_file(str(folder / "model.safetensors")))
+
+
+def save_training(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler,
+                  trainer_state: dict) -> None:
+    model_state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    opt = optimizer.state_dict()
+    tensors = {"rng.torch": torch.get_rng_state()}
+    for idx, param_state in opt["state"].items():
+        for key, value in param_state.items():
+            tensors[f"state.{idx}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
+    meta = dict(trainer_state, param_groups=opt["param_groups"], scheduler=scheduler.state_dict())
+
+    def write(d: Path) -> None:
+        save_file(model_state, str(d / "model.safetensors"))
+        save_file(tensors, str(d / "optimizer.safetensors"))
+        (d / "trainer_state.json").write_text(json.dumps(meta, indent=1))
+
+    _atomic_dir(folder, write)
+
+
+def load_training(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler) -> dict:
+    """Restore model, optimizer, scheduler and the torch RNG; return the trainer state dict."""
+    load_model_state(model, folder)
+    meta = json.loads((folder / "trainer_state.json").read_text())
+    tensors = load_file(str(folder / "optimizer.safetensors"))
+    state: dict[int, dict] = {}
+    for name, value in tensors.items():
+        if name.startswith("state."):
+            _, idx, key = name.split(".", 2)
+            state.setdefault(int(idx), {})[key] = value
+    optimizer.load_state_dict({"state": state, "param_groups": meta.pop("param_groups")})
+    scheduler.load_state_dict(meta.pop("scheduler"))
+    torch.set_rng_state(tensors["rng.torch"])
+    return meta

@@ -1,0 +1,232 @@
+"""Readers for xSID (train .text/.label, .conll), MTOD (PyText TSV) and MASSIVE-style JSONL.
+
+Every reader validates as it reads: problems are collected in a ReadReport (counts + first ``file:line: problem``
+lines), bad examples are skipped, known problems are repaired by the stated rules of ``xlt.data.bio``, and a file that
+yields nothing usable raises ``DataError`` before any training starts.  Nothing is truncated silently.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Iterator
+
+from xlt.data.bio import repair_tags
+from xlt.data.records import DataError, ReadReport, Utterance
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
+    """Yield (1-based line number, decoded line without newline); lines that are not UTF-8 give None."""
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                yield number, raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError:
+                yield number, None
+
+
+def _skip_line(report: ReadReport, line: int, kind: str, detail: str = "") -> None:
+    report.read += 1
+    report.skip(line, kind, detail)
+
+
+def _finish(report: ReadReport, rows: list[Utterance], tags: list[str], line: int, words: list[str],
+            intent: str, lang: str, orphan_policy: str, text_en: str | None = None) -> None:
+    """Validate one example, apply repairs, append it to rows or record why it was skipped."""
+    report.read += 1
+    if not words:
+        report.skip(line, "empty utterance")
+        return
+    if len(words) != len(tags):
+        report.skip(line, "tag count != token count", f"{len(words)} tokens, {len(tags)} tags")
+        return
+    if not intent:
+        report.skip(line, "missing intent")
+        return
+    fixed, repairs, why = repair_tags(tags, orphan_policy)
+    for kind, count in repairs.items():
+        report.repair(line, f"{kind} (lines)")
+        report.repaired[f"{kind} (tags)"] += count
+    if fixed is None:
+        report.skip(line, "bad BIO", why)
+        return
+    rows.append(Utterance(words, fixed, intent, lang, f"{report.path}:{line}", text_en))
+    report.kept += 1
+
+
+def read_xsid_train(text_path: Path, label_path: Path, lang: str,
+                    orphan_policy: str = "to_b") -> tuple[list[Utterance], ReadReport]:
+    """xSID training files: one utterance per line in ``.text``; BIO tags then TAB (en) or space (da) + intent."""
+    report = ReadReport(str(label_path))
+    texts = list(_lines(Path(text_path)))
+    labels = list(_lines(Path(label_path)))
+    if len(texts) != len(labels):
+        raise DataError(f"{label_path}: {len(labels)} lines but {text_path} has {len(texts)}")
+    rows: list[Utterance] = []
+    for (number, text), (_, label) in zip(texts, labels):
+        if text is None or label is None:
+            _skip_line(report, number, "bad encoding")
+            continue
+        fields = label.split()  # intent names contain no whitespace: it is the last field either way
+        intent, tags = (fields[-1], fields[:-1]) if fields else ("", [])
+        _finish(report, rows, tags, number, text.split(), intent, lang, orphan_policy)
+    report.check_usable()
+    return rows, report
+
+
+def read_xsid_conll(path: Path, lang: str, orphan_policy: str = "to_b") -> tuple[list[Utterance], ReadReport]:
+    """xSID valid/test ``.conll``: ``# text``/``# intent``/``# text-en`` comments, ``idx TAB token TAB intent TAB tag``.
+
+    Empty tokens (6 zh test sentences) cannot be fed to a tokenizer: an empty token tagged ``O`` is dropped with
+    its tag (counted as a repair); one carrying a slot tag makes the sentence skipped.
+    """
+    report = ReadReport(str(path))
+    rows: list[Utterance] = []
+    words: list[str] = []
+    tags: list[str] = []
+    intent, text_en, start = "", None, 0
+    bad: tuple[str, str] | None = None
+    for number, line in _lines(Path(path)):
+        if line is None:
+            bad = bad or ("bad encoding", f"line {number}")
+            start = start or number
+            continue
+        if not line.strip():
+            if start:
+                if bad:
+                    _skip_line(report, start, *bad)
+                else:
+                    _finish(report, rows, tags, start, words, intent, lang, orphan_policy, text_en)
+            words, tags, intent, text_en, start, bad = [], [], "", None, 0, None
+            continue
+        start = start or number
+        if line.startswith("#"):
+            if line.startswith("# intent = "):
+                intent = line[len("# intent = "):].strip()
+            elif line.startswith("# text-en = "):
+                text_en = line[len("# text-en = "):].strip()
+            continue
+        cols = line.split("\t")
+        if len(cols) != 4:
+            bad = bad or ("malformed line", f"line {number}: {len(cols)} columns, expected 4")
+            continue
+        if cols[1].strip() == "":
+            if cols[3] == "O":
+                report.repair(number, "empty token (tag O) dropped")
+                continue
+            bad = bad or ("empty token with a slot tag", f"line {number}: {cols[3]}")
+            continue
+        words.append(cols[1])
+        tags.append(cols[3])
+        intent = intent or cols[2]
+    if words or tags:
+        _finish(report, rows, tags, start, words, intent, lang, orphan_policy, text_en)
+    report.check_usable()
+    return rows, report
+
+
+# MTOD slot names -> xSID slot names.  Identical names (datetime, location, reminder/todo, weather/attribute,
+# alarm/alarm_modifier, negation) map to themselves.  xSID's conversion (mainlp/xsid scripts/0.fixOrigAnnotation.py)
+# renames reminder/reference and reminder/recurring_period and deletes the *noun tags; its token-level English
+# heuristics (my/all -> reference, every/daily datetime -> recurring_datetime, temperature/high/low ->
+# weather/attribute) are language-specific and are NOT applied here.
+MTOD_TO_XSID = {
+    "reminder/reference": "reference",
+    "reminder/recurring_period": "recurring_datetime",
+    "reminder/noun": None,
+    "weather/noun": None,
+}
+
+
+def read_mtod_tsv(path: Path, lang: str, label_space: str = "xsid",
+                  orphan_policy: str = "to_b") -> tuple[list[Utterance], ReadReport]:
+    """MTOD PyText TSV: intent, ``start:end:label`` character spans, text, locale, token JSON.
+
+    Words are the tokens of the JSON column (MTOD's own tokenizer, lower-cased).  Their ``tokenSpans`` and the slot
+    spans use the same offsets (not always code points of the text column: 778 of 23,019 es test tokens disagree
+    with a plain slice), so a word gets the slot whose span overlaps its token span.  ``label_space='xsid'`` maps slot names with ``MTOD_TO_XSID``; ``'mtod'`` keeps them.
+    """
+    if label_space not in ("xsid", "mtod"):
+        raise ValueError(f"label_space must be 'xsid' or 'mtod', not {label_space!r}")
+    report = ReadReport(str(path))
+    rows: list[Utterance] = []
+    for number, line in _lines(Path(path)):
+        if line is None:
+            _skip_line(report, number, "bad encoding")
+            continue
+        cols = line.split("\t")
+        if len(cols) != 5:
+            _skip_line(report, number, "malformed line", f"{len(cols)} columns, expected 5")
+            continue
+        intent, slot_field, _text, _locale, token_json = cols
+        try:
+            tok = json.loads(token_json)["tokenizations"][0]
+            words = [str(w) for w in tok["tokens"]]
+            spans = [(s["start"], s["start"] + s["length"]) for s in tok["tokenSpans"]]
+            spans_slots = [(int(a), int(b), lab) for a, b, lab in
+                           (item.split(":", 2) for item in slot_field.split(",") if item)]
+        except (ValueError, KeyError, IndexError, TypeError) as err:
+            _skip_line(report, number, "malformed line", f"cannot parse spans: {err}")
+            continue
+        if len(words) != len(spans):
+            _skip_line(report, number, "malformed line", "tokens and tokenSpans differ in length")
+            continue
+        tags = ["O"] * len(words)
+        for a, b, label in spans_slots:
+            if label_space == "xsid":
+                label = MTOD_TO_XSID.get(label, label)
+                if label is None:
+                    continue
+            inside = [i for i, (s, e) in enumerate(spans) if s < b and e > a]
+            for k, i in enumerate(inside):
+                tags[i] = ("B-" if k == 0 else "I-") + label
+        _finish(report, rows, tags, number, words, intent, lang, orphan_policy)
+    report.check_usable()
+    return rows, report
+
+
+_ANNOT = re.compile(r"\[\s*([^\[\]:]+?)\s*:\s*([^\[\]]*?)\s*\]")
+
+
+def read_massive_jsonl(path: Path, lang: str | None = None,
+                       orphan_policy: str = "to_b") -> tuple[list[Utterance], ReadReport]:
+    """MASSIVE-style JSONL: ``{"utt", "annot_utt": "wake me at [time : five am]", "intent", "locale"}``.
+
+    Words are whitespace tokens of ``annot_utt`` with the brackets removed (so they match ``utt``); the words of a
+    ``[slot : value]`` group are tagged B-slot, I-slot...  ``lang`` defaults to the locale's language part.
+    """
+    report = ReadReport(str(path))
+    rows: list[Utterance] = []
+    for number, line in _lines(Path(path)):
+        if line is None:
+            _skip_line(report, number, "bad encoding")
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            annot, intent = obj["annot_utt"], obj["intent"]
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            _skip_line(report, number, "malformed line", str(err))
+            continue
+        words, tags, pos = [], [], 0
+        for match in _ANNOT.finditer(annot):
+            plain = annot[pos:match.start()].split()
+            words += plain
+            tags += ["O"] * len(plain)
+            value = match.group(2).split()
+            words += value
+            tags += [("B-" if k == 0 else "I-") + match.group(1) for k in range(len(value))]
+            pos = match.end()
+        rest = annot[pos:].split()
+        if "[" in annot[pos:] or "]" in annot[pos:]:
+            _skip_line(report, number, "malformed annotation", annot)
+            continue
+        words += rest
+        tags += ["O"] * len(rest)
+        row_lang = lang or str(obj.get("locale", "xx")).split("-")[0].split("_")[0]
+        _finish(report, rows, tags, number, words, intent, row_lang, orphan_policy)
+    report.check_usable()
+    return rows, report

@@ -1,0 +1,74 @@
+"""Typed example records and the read report that every reader fills while it validates."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Utterance:
+    """One intent + slot example.  ``slots`` holds one BIO tag per word."""
+
+    words: list[str]
+    slots: list[str]
+    intent: str
+    lang: str
+    origin: str  # "file:line" of the first line of the example, for error messages
+    text_en: str | None = None  # xSID: the human English original, an oracle translation
+
+    def __post_init__(self) -> None:
+        if len(self.words) != len(self.slots):
+            raise ValueError(f"{self.origin}: {len(self.words)} words but {len(self.slots)} tags")
+
+
+class DataError(ValueError):
+    """A data file is unusable (missing, empty, or mostly invalid)."""
+
+
+@dataclass
+class ReadReport:
+    """Counts of what a reader kept, repaired and skipped, with the first few ``file:line: problem`` lines."""
+
+    path: str
+    read: int = 0
+    kept: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    repaired: Counter = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+    max_examples: int = 5
+
+    def skip(self, line: int, kind: str, detail: str = "") -> None:
+        self.skipped[kind] += 1
+        self._example(line, f"skipped ({kind}){': ' + detail if detail else ''}")
+
+    def repair(self, line: int, kind: str, count: int = 1) -> None:
+        self.repaired[kind] += count
+        self._example(line, f"repaired ({kind})")
+
+    def _example(self, line: int, text: str) -> None:
+        if len(self.examples) < self.max_examples:
+            self.examples.append(f"{self.path}:{line}: {text}")
+
+    def check_usable(self, max_skip_fraction: float = 0.5) -> None:
+        """Fail fast: a file that yields nothing, or mostly garbage, is an error, not a warning."""
+        n_skipped = sum(self.skipped.values())
+        if self.kept == 0:
+            raise DataError(f"{self.path}: no usable examples ({self.summary()})")
+        if self.read and n_skipped / self.read > max_skip_fraction:
+            raise DataError(f"{self.path}: {n_skipped} of {self.read} examples invalid; is this the right "
+                            f"file/format? {self.summary()}")
+
+    def summary(self) -> str:
+        parts = [f"{self.path}: read {self.read}, kept {self.kept}"]
+        if self.skipped:
+            parts.append("skipped " + ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items())))
+        if self.repaired:
+            parts.append("repaired " + ", ".join(f"{k}={v}" for k, v in sorted(self.repaired.items())))
+        text = "; ".join(parts)
+        if self.examples:
+            text += "\n  " + "\n  ".join(self.examples)
+        return text
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "read": self.read, "kept": self.kept, "skipped": dict(self.skipped),
+                "repaired": dict(self.repaired), "first_problems": self.examples}

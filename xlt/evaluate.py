@@ -1,0 +1,52 @@
+"""Evaluate a trained run on the test split of each language and write the report (JSON, markdown, PNG charts)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from xlt.config import RunConfig, load_config
+from xlt.data.datasets import load_split
+from xlt.features import encode_examples
+from xlt.metrics import score
+from xlt.pipeline import load_trained, pad_id
+from xlt.predict import predict
+from xlt.report import write_report
+
+METRICS = ("intent_acc", "slot_f1", "semantic_acc")
+
+
+def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "test") -> dict:
+    """Score the run's best (source-dev selected) checkpoint on ``split`` of every language; writes
+    ``RUN_DIR/results.json``, ``results.md`` and one PNG per metric.  Returns the results dict."""
+    run_dir = Path(run_dir)
+    cfg: RunConfig = load_config(run_dir / "config.yaml")
+    langs = langs or cfg.data.eval_langs
+    model, tokenizer, labels = load_trained(run_dir, cfg)
+    pad = pad_id(tokenizer, None)
+    per_lang = {}
+    for lang in langs:
+        rows = load_split(Path(cfg.data.data_dir), cfg.data.dataset, lang, split, cfg.data.orphan_policy).examples
+        items, _ = encode_examples(tokenizer, rows, labels, None)
+        intents, slots, _ = predict(model, items, labels, pad, cfg.train.eval_batch_size)
+        per_lang[lang] = score([u.intent for u in rows], [u.slots for u in rows], intents, slots)
+    source = cfg.data.source_lang
+    targets = [lang for lang in langs if lang != source]
+    summary = {}
+    if targets:
+        summary["target_avg"] = {m: sum(per_lang[t][m] for t in targets) / len(targets) for m in METRICS}
+        if source in per_lang:
+            summary["transfer_gap"] = {m: per_lang[source][m] - summary["target_avg"][m] for m in METRICS}
+    train_summary_path = run_dir / "train_summary.json"
+    train_summary = json.loads(train_summary_path.read_text()) if train_summary_path.exists() else {}
+    data_report = json.loads((run_dir / "data_report.json").read_text())
+    results = {
+        "model": cfg.model.name, "method": cfg.train.method, "dataset": cfg.data.dataset, "split": split,
+        "source_lang": source, "seed": cfg.train.seed, "selection": cfg.selection,
+        "selection_detail": f"best {cfg.train.select_metric} on {source} dev, checked every "
+                            f"{cfg.train.eval_every} steps",
+        "best_step": train_summary.get("best_step"), "steps": train_summary.get("step"),
+        "train_examples": data_report.get("train_used"), "train_summary": train_summary,
+        "per_language": per_lang, **summary,
+    }
+    write_report(run_dir, results, METRICS)
+    return results

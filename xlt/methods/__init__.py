@@ -1,0 +1,41 @@
+"""Method registry.  A method is one small module that registers a ``Method`` under its name; the training loop
+asks it for the training examples and for the loss of a batch.  Adding a method = that file + a config + a test row.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from xlt.data.records import Utterance
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    description: str
+    # (config, data access) -> training utterances, e.g. source only (zero-shot) or source + translations
+    train_examples: Callable[..., list[Utterance]]
+    # (model, batch) -> {"loss": scalar to optimise, other named parts detached for logging}
+    loss: Callable[[torch.nn.Module, dict[str, torch.Tensor]], dict[str, torch.Tensor]]
+
+
+REGISTRY: dict[str, Method] = {}
+_MODULES = ["zero_shot"]
+
+
+def register(method: Method) -> Method:
+    if method.name in REGISTRY:
+        raise ValueError(f"method {method.name!r} registered twice")
+    REGISTRY[method.name] = method
+    return method
+
+
+def get_method(name: str) -> Method:
+    for module in _MODULES:
+        importlib.import_module(f"xlt.methods.{module}")
+    if name not in REGISTRY:
+        raise KeyError(f"unknown method {name!r}; available: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]

