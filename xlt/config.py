@@ -93,6 +93,11 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
         return [_check_type(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if annotation is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if annotation is float and isinstance(value, str):
+        try:  # YAML 1.1 reads "1e-4" (no dot) as a string
+            return float(value)
+        except ValueError:
+            pass
     if annotation in (int, float, str, bool):
         if isinstance(value, annotation) and not (annotation is int and isinstance(value, bool)):
             return value

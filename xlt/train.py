@@ -17,7 +17,6 @@ from pathlib import Path
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from xlt import checkpoint
@@ -98,11 +97,12 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
     while state["step"] < total and not stopped_early:
         batches = length_bucketed_batches(lengths, cfg.train.batch_size, cfg.train.bucket_size, cfg.train.seed,
                                           state["epoch"])
-        loader = DataLoader(data.train, batch_sampler=batches, collate_fn=lambda items: collate(items, pad))
-        loader = accelerator.prepare(loader)
-        if state["batch_in_epoch"]:
-            loader = accelerator.skip_first_batches(loader, state["batch_in_epoch"])
-        for batch in loader:
+        # Each process takes every num_processes-th batch (DDP); a plain loop over index lists, not a DataLoader,
+        # because creating a DataLoader iterator draws from the global RNG and would break exact resumption.
+        n_usable = len(batches) // accelerator.num_processes * accelerator.num_processes
+        mine = batches[accelerator.process_index:n_usable:accelerator.num_processes]
+        for indices in mine[state["batch_in_epoch"]:]:
+            batch = {k: v.to(accelerator.device) for k, v in collate([data.train[i] for i in indices], pad).items()}
             t0 = time.perf_counter()
             parts = method.loss(model, batch)
             accelerator.backward(parts["loss"])

