@@ -146,7 +146,8 @@ def read_mtod_tsv(path: Path, lang: str, label_space: str = "xsid",
 
     Words are the tokens of the JSON column (MTOD's own tokenizer, lower-cased).  Their ``tokenSpans`` and the slot
     spans use the same offsets (not always code points of the text column: 778 of 23,019 es test tokens disagree
-    with a plain slice), so a word gets the slot whose span overlaps its token span.  ``label_space='xsid'`` maps slot names with ``MTOD_TO_XSID``; ``'mtod'`` keeps them.
+    with a plain slice), so a word gets the slot whose span overlaps its token span.
+    ``label_space='xsid'`` maps slot names with ``MTOD_TO_XSID``; ``'mtod'`` keeps them.
     """
     if label_space not in ("xsid", "mtod"):
         raise ValueError(f"label_space must be 'xsid' or 'mtod', not {label_space!r}")
