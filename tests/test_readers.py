@@ -93,12 +93,15 @@ def test_real_xsid_known_problems_are_counted():
     rep = en.reports[0]
     assert rep.read == rep.kept == 43605
     assert rep.repaired["Orecurring_datetime->O (lines)"] == 357
+    assert rep.repaired["intent GetWeather->weather/find (lines)"] == 1900
+    assert not any(u.intent == "GetWeather" for u in en.examples)
     da = load_split(SHARED_DATA, "xsid", "da", "train").reports[0]
     assert da.repaired["orphan I->B (lines)"] == 7397 and da.repaired["Orecurring_datetime->O (lines)"] == 312
     zh = load_split(SHARED_DATA, "xsid", "zh", "test").reports[0]
     assert zh.kept == 500 and zh.repaired["empty token (tag O) dropped"] == 6
     mtod_en = load_split(SHARED_DATA, "mtod", "en", "train").examples
-    assert mtod_en and all(u.intent.split("/")[0] in ("alarm", "reminder", "weather") for u in mtod_en)
+    assert len(mtod_en) == 30521  # MTOD half: intents alarm/*, reminder/*, weather/* (not SNIPS GetWeather)
+    assert all(u.intent.split("/")[0] in ("alarm", "reminder", "weather") for u in mtod_en)
     es = load_split(SHARED_DATA, "mtod", "es", "test")
     assert es.reports[0].kept == 3043
     assert not any("noun" in t for u in es.examples for t in u.slots)
