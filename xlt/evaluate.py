@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from xlt.config import RunConfig, load_config
+from xlt.config import RunConfig, apply_overrides, from_dict, load_config, to_dict
+from xlt.methods import get_method
 from xlt.data.datasets import load_split
 from xlt.features import encode_examples
 from xlt.metrics import score
@@ -15,19 +16,30 @@ from xlt.report import write_report
 METRICS = ("intent_acc", "slot_f1", "semantic_acc")
 
 
-def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "test") -> dict:
+def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "test", test_method: str | None = None,
+                 overrides: list[str] | None = None, tag: str = "") -> dict:
     """Score the run's best (source-dev selected) checkpoint on ``split`` of every language; writes
-    ``RUN_DIR/results.json``, ``results.md`` and one PNG per metric.  Returns the results dict."""
+    ``RUN_DIR/results{-tag}.json``, ``.md`` and one PNG per metric.  Returns the results dict.
+
+    ``test_method`` applies another method's test-time procedure (e.g. ``translate_test``) to this run's model, with
+    config ``overrides`` such as ``translation.translator=oracle``; target languages then go through it."""
     run_dir = Path(run_dir)
-    cfg: RunConfig = load_config(run_dir / "config.yaml")
+    cfg: RunConfig = load_config(run_dir / "config.yaml", None)
+    if test_method or overrides:
+        cfg = from_dict(RunConfig, apply_overrides(to_dict(cfg), [f"train.method={test_method or cfg.train.method}",
+                                                                   *(overrides or [])]), "eval overrides")
+    method = get_method(cfg.train.method)
     langs = langs or cfg.data.eval_langs
     model, tokenizer, labels = load_trained(run_dir, cfg)
     pad = pad_id(tokenizer, None)
-    per_lang = {}
+    per_lang, test_time = {}, {}
     for lang in langs:
         rows = load_split(Path(cfg.data.data_dir), cfg.data.dataset, lang, split, cfg.data.orphan_policy).examples
-        items, _ = encode_examples(tokenizer, rows, labels, None)
-        intents, slots, _ = predict(model, items, labels, pad, cfg.train.eval_batch_size)
+        if method.predict_target is not None and lang != cfg.data.source_lang:
+            intents, slots, test_time[lang] = method.predict_target(cfg, model, tokenizer, labels, pad, lang, rows)
+        else:
+            items, _ = encode_examples(tokenizer, rows, labels, None)
+            intents, slots, _ = predict(model, items, labels, pad, cfg.train.eval_batch_size)
         per_lang[lang] = score([u.intent for u in rows], [u.slots for u in rows], intents, slots)
     source = cfg.data.source_lang
     targets = [lang for lang in langs if lang != source]
@@ -48,5 +60,7 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
         "train_examples": data_report.get("train_used"), "train_summary": train_summary,
         "per_language": per_lang, **summary,
     }
-    write_report(run_dir, results, METRICS)
+    if method.predict_target is not None:
+        results["test_time"] = {"method": cfg.train.method, "translation": vars(cfg.translation), **test_time}
+    write_report(run_dir, results, METRICS, tag)
     return results

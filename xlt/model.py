@@ -48,3 +48,8 @@ def joint_loss(out: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> 
     slot = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch["slot_labels"].reshape(-1),
                                        ignore_index=-100)
     return {"loss": intent + slot, "intent_loss": intent.detach(), "slot_loss": slot.detach()}
+
+
+def task_loss(model: "JointModel", batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The plain intent + slot loss of a batch (the loss of zero-shot, translate-train, multi-language, ...)."""
+    return joint_loss(model(batch["input_ids"], batch["attention_mask"]), batch)

@@ -39,7 +39,7 @@ def load_train_rows(cfg: RunConfig, report: dict) -> list[Utterance]:
         report.setdefault("files", []).extend(r.to_dict() for r in split.reports)
         return split.examples
 
-    rows = get_method(cfg.train.method).train_examples(cfg, load_train)
+    rows = get_method(cfg.train.method).train_examples(cfg, load_train, report)
     report["train_read"] = len(rows)
     if d.dedup:
         rows, removed = deduplicate(rows)

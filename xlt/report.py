@@ -45,9 +45,13 @@ def bar_charts(results: dict, metrics: tuple[str, ...], folder: Path) -> list[Pa
     return paths
 
 
-def write_report(run_dir: Path, results: dict, metrics: tuple[str, ...]) -> str:
-    (run_dir / "results.json").write_text(json.dumps(results, indent=1))
+def write_report(run_dir: Path, results: dict, metrics: tuple[str, ...], tag: str = "") -> str:
+    """Write ``results{-tag}.json``/``.md`` and the charts (in ``charts{-tag}/`` when tagged)."""
+    stem = f"results-{tag}" if tag else "results"
+    (run_dir / f"{stem}.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
     table = markdown_table(results, metrics)
-    (run_dir / "results.md").write_text(table)
-    bar_charts(results, metrics, run_dir)
+    (run_dir / f"{stem}.md").write_text(table)
+    charts = run_dir / f"charts-{tag}" if tag else run_dir
+    charts.mkdir(exist_ok=True)
+    bar_charts(results, metrics, charts)
     return table

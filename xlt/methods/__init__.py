@@ -16,14 +16,18 @@ from xlt.data.records import Utterance
 class Method:
     name: str
     description: str
-    # (config, data access) -> training utterances, e.g. source only (zero-shot) or source + translations
+    # (config, load_train(lang) -> utterances, report dict) -> training utterances, e.g. source only (zero-shot)
+    # or source + translations; statistics go into the report (written to RUN_DIR/data_report.json)
     train_examples: Callable[..., list[Utterance]]
     # (model, batch) -> {"loss": scalar to optimise, other named parts detached for logging}
     loss: Callable[[torch.nn.Module, dict[str, torch.Tensor]], dict[str, torch.Tensor]]
+    # optional test-time procedure for target languages (translate-test):
+    # (cfg, model, tokenizer, labels, pad_id, lang, rows) -> (intents, BIO tags per row, statistics)
+    predict_target: Callable[..., tuple[list[str], list[list[str]], dict]] | None = None
 
 
 REGISTRY: dict[str, Method] = {}
-_MODULES = ["zero_shot"]
+_MODULES = ["zero_shot", "translate_train", "multi_language", "translate_test"]
 
 
 def register(method: Method) -> Method:

@@ -4,17 +4,13 @@ NAACL 2021; XTREME, Hu et al. 2020)."""
 from __future__ import annotations
 
 from xlt.methods import Method, register
-from xlt.model import joint_loss
+from xlt.model import task_loss
 
 
-def train_examples(cfg, load_train) -> list:
+def train_examples(cfg, load_train, report: dict) -> list:
     """Source-language training data only.  ``load_train(lang)`` returns that language's training utterances."""
     return load_train(cfg.data.source_lang)
 
 
-def loss(model, batch):
-    out = model(batch["input_ids"], batch["attention_mask"])
-    return joint_loss(out, batch)
 
-
-register(Method("zero_shot", "fine-tune on the source language, test on all languages", train_examples, loss))
+register(Method("zero_shot", "fine-tune on the source language, test on all languages", train_examples, task_loss))

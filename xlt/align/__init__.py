@@ -1,0 +1,1 @@
+"""Word alignment (eflomal) and BIO slot-label projection across translations."""

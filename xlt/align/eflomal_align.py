@@ -1,0 +1,88 @@
+"""Word alignment with eflomal (Östling & Tiedemann 2016), run through its ``eflomal-align`` command (eflomal is
+GPL-3.0; xlt, Apache-2.0, talks to it as a separate program), symmetrized with grow-diag-final-and (Koehn et al.).
+
+eflomal is fit on the sentence pairs to align plus any extra parallel text (more data = better alignments); the
+extra pairs are only used for fitting.  It samples, so alignments can differ slightly between calls.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+Links = set[tuple[int, int]]  # (source word index, target word index)
+_NEIGHBOURS = [(-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)]
+
+
+class AlignerUnavailable(RuntimeError):
+    pass
+
+
+def _eflomal_command() -> str:
+    found = shutil.which("eflomal-align") or str(Path(sys.executable).parent / "eflomal-align")
+    if not Path(found).exists():
+        raise AlignerUnavailable("eflomal is not installed: pip install eflomal==2.0.0 (GPL-3.0)")
+    return found
+
+
+def grow_diag_final_and(forward: Links, reverse: Links) -> Links:
+    """Symmetrize two directional alignments: start from their intersection, grow into neighbouring union links
+    that cover a still-unaligned word, then add union links whose both words are unaligned."""
+    union = forward | reverse
+    links = forward & reverse
+    src_done = {i for i, _ in links}
+    tgt_done = {j for _, j in links}
+    grown = True
+    while grown:
+        grown = False
+        for i, j in sorted(links):
+            for di, dj in _NEIGHBOURS:
+                cand = (i + di, j + dj)
+                if cand in union and cand not in links and (cand[0] not in src_done or cand[1] not in tgt_done):
+                    links.add(cand)
+                    src_done.add(cand[0])
+                    tgt_done.add(cand[1])
+                    grown = True
+    for direction in (forward, reverse):
+        for i, j in sorted(direction):
+            if i not in src_done and j not in tgt_done:
+                links.add((i, j))
+                src_done.add(i)
+                tgt_done.add(j)
+    return links
+
+
+def _parse(line: str) -> Links:
+    return {tuple(int(x) for x in pair.split("-")) for pair in line.split()}  # type: ignore[misc]
+
+
+def align(src: list[list[str]], tgt: list[list[str]], extra: list[tuple[list[str], list[str]]] = (),
+          lowercase: bool = True) -> list[Links]:
+    """Align ``src[k]`` with ``tgt[k]`` for every k; returns one set of (i, j) links per pair.
+    ``extra`` parallel sentences are appended for fitting only.  Empty sentences get no links."""
+    if len(src) != len(tgt):
+        raise ValueError(f"{len(src)} source but {len(tgt)} target sentences")
+    pairs = list(zip(src, tgt)) + [p for p in extra if p[0] and p[1]]
+    keep = [k for k, (s, t) in enumerate(pairs) if s and t]
+    if not keep:
+        return [set() for _ in src]
+    norm = (lambda w: w.lower()) if lowercase else (lambda w: w)
+    with tempfile.TemporaryDirectory(prefix="xlt-eflomal-") as tmp:
+        d = Path(tmp)
+        for name, side in (("src", 0), ("tgt", 1)):
+            # eflomal reads whitespace-separated tokens: a token containing whitespace is impossible here
+            (d / name).write_text("".join(" ".join(norm(w) for w in pairs[k][side]) + "\n" for k in keep),
+                                  encoding="utf-8")
+        done = subprocess.run([_eflomal_command(), "-s", str(d / "src"), "-t", str(d / "tgt"), "-f",
+                               str(d / "fwd"), "-r", str(d / "rev"), "--overwrite"], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"eflomal-align failed: {done.stderr[-2000:]}")
+        fwd = (d / "fwd").read_text().splitlines()
+        rev = (d / "rev").read_text().splitlines()
+    result: list[Links] = [set() for _ in src]
+    for row, k in enumerate(keep):
+        if k < len(src):
+            result[k] = grow_diag_final_and(_parse(fwd[row]), _parse(rev[row]))
+    return result
