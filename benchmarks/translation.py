@@ -88,8 +88,10 @@ def throughput(data_dir: str, n: int = 1000) -> list[dict]:
     return out
 
 
-def collect(seeds: list[int], data_dir: str) -> dict:
+def collect(data_dir: str) -> dict:
+    """Rows of every finished run in benchmarks/runs (any seed), and projection/back-projection statistics."""
     rows, projection = [], {}
+    seeds = sorted({int(p.name.rsplit("seed", 1)[1]) for p in RUNS.glob("*-seed*")})
     for name, (_, _, method) in {**JOBS, "xsid-zero-shot": (None, None, "zero_shot")}.items():
         for seed in seeds:
             path = RUNS / f"{name}-seed{seed}" / "results.json"
@@ -125,8 +127,8 @@ def result_rows(res: dict, method: str, langs: list[str] | None) -> list[dict]:
             for lang, m in res["per_language"].items() if langs is None or lang in langs]
 
 
-def write(seeds: list[int], data_dir: str, speed: list[dict], started: float) -> None:
-    got = collect(seeds, data_dir)
+def write(data_dir: str, speed: list[dict]) -> None:
+    got = collect(data_dir)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
     out = {"benchmark": "translation", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -136,9 +138,8 @@ def write(seeds: list[int], data_dir: str, speed: list[dict], started: float) ->
                      "English dev set, except method target_trained (MTOD es train, es dev: a supervised upper "
                      "bound, not zero-shot). translate_test rows score the zero-shot models through MT + slot "
                      "back-projection; translate_test_oracle uses xSID's human '# text-en' lines (upper bound). "
-                     "New method names: target_trained, translate_test_oracle. Seeds requested "
-                     f"{seeds}; rows exist only for runs that finished. Script wall time "
-                     f"{round((time.time() - started) / 60, 1)} min."),
+                     "New method names: target_trained, translate_test_oracle. Rows exist only for runs that "
+                     "finished (the seeds column of the .md table says how many per cell)."),
            "translation_throughput": speed, "projection": got["projection"], "rows": got["rows"]}
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "translation.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
@@ -169,7 +170,6 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="job names to run (default: all)")
     parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args()
-    started = time.time()
     speed_file = HERE / "results" / "translation-throughput.json"
     if args.skip_throughput and speed_file.exists():
         speed = json.loads(speed_file.read_text())
@@ -184,12 +184,12 @@ def main() -> None:
         for name in args.only or order:
             if name in JOBS:
                 run_job(name, seed, args.data_dir)
-                write(args.seeds, args.data_dir, speed, started)
+                write(args.data_dir, speed)
             for prefix, tag, langs, overrides, _ in TRANSLATE_TEST:
                 if prefix == name:
                     run_translate_test(prefix, tag, langs, overrides, seed)
-                    write(args.seeds, args.data_dir, speed, started)
-    write(args.seeds, args.data_dir, speed, started)
+                    write(args.data_dir, speed)
+    write(args.data_dir, speed)
     print((HERE / "results" / "translation.md").read_text())
 
 

