@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -51,6 +52,8 @@ def run_job(name: str, seed: int, data_dir: str) -> Path:
                                              f"name={name}-seed{seed}", f"output_dir={RUNS}",
                                              f"data.eval_langs=[{','.join(langs)}]"])
     if not (cfg.run_dir / "results.json").exists():
+        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
+            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
         train(cfg, resume=(cfg.run_dir / "last").exists())
         evaluate_run(cfg.run_dir)
         clean_checkpoint(cfg.run_dir)
