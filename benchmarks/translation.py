@@ -28,7 +28,7 @@ from xlt.translate.train_data import shipped_bio_violations
 
 HERE = Path(__file__).parent
 RUNS = HERE / "runs"
-# name -> (shipped config, evaluation languages, method label for rows)
+# name -> (shipped config, evaluation languages, method label for rows[, config overrides])
 JOBS = {
     "mtod-zero-shot": ("mtod-zero-shot", ["en", "es"], "zero_shot"),
     "mtod-translate-train-es": ("mtod-translate-train-es", ["en", "es"], "translate_train"),
@@ -36,6 +36,9 @@ JOBS = {
     "xsid-translate-train-da": ("xsid-translate-train-da", ["en", "da"], "translate_train"),
     "xsid-multi-language": ("xsid-multi-language", ["en", "sr", "da"], "multi_language"),
     "mtod-target-trained-es": ("mtod-target-trained-es", ["es"], "target_trained"),
+    # the same Danish MT text with the labels shipped in da.mt.label instead of xlt's projection
+    "xsid-translate-train-da-shipped": ("xsid-translate-train-da", ["en", "da"], "translate_train_shipped_labels",
+                                        ["translation.per_language=[da=shipped]"]),
 }
 # translate-test variants scored on the zero-shot models: (zero-shot run prefix, tag, langs, overrides, method)
 TRANSLATE_TEST = [
@@ -47,10 +50,10 @@ TRANSLATE_TEST = [
 
 
 def run_job(name: str, seed: int, data_dir: str) -> Path:
-    config, langs, _ = JOBS[name]
+    config, langs, _, *extra = JOBS[name]
     cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}",
                                              f"name={name}-seed{seed}", f"output_dir={RUNS}",
-                                             f"data.eval_langs=[{','.join(langs)}]"])
+                                             f"data.eval_langs=[{','.join(langs)}]", *(extra[0] if extra else [])])
     if not (cfg.run_dir / "results.json").exists():
         if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
             shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
@@ -95,7 +98,7 @@ def collect(data_dir: str) -> dict:
     """Rows of every finished run in benchmarks/runs (any seed), and projection/back-projection statistics."""
     rows, projection = [], {}
     seeds = sorted({int(p.name.rsplit("seed", 1)[1]) for p in RUNS.glob("*-seed*")})
-    for name, (_, _, method) in {**JOBS, "xsid-zero-shot": (None, None, "zero_shot")}.items():
+    for name, (_, _, method, *_) in {**JOBS, "xsid-zero-shot": (None, None, "zero_shot")}.items():
         for seed in seeds:
             path = RUNS / f"{name}-seed{seed}" / "results.json"
             if not path.exists():
@@ -141,7 +144,8 @@ def write(data_dir: str, speed: list[dict]) -> None:
                      "English dev set, except method target_trained (MTOD es train, es dev: a supervised upper "
                      "bound, not zero-shot). translate_test rows score the zero-shot models through MT + slot "
                      "back-projection; translate_test_oracle uses xSID's human '# text-en' lines (upper bound). "
-                     "New method names: target_trained, translate_test_oracle. Rows exist only for runs that "
+                     "New method names: target_trained, translate_test_oracle, translate_train_shipped_labels "
+                     "(xSID da with the shipped da.mt.label instead of xlt's projection). Rows exist only for runs that "
                      "finished (the seeds column of the .md table says how many per cell)."),
            "translation_throughput": speed, "projection": got["projection"], "rows": got["rows"]}
     (HERE / "results").mkdir(exist_ok=True)
