@@ -21,6 +21,18 @@ HERE = Path(__file__).parent
 CASES = [("mtod-translate-train-es", "es"), ("xsid-translate-train-sr", "sr"), ("xsid-translate-train-da", "da")]
 
 
+def copied_rate(rows) -> float:
+    """Share of translated words (digits aside) that also occur in the English source sentence: a rough gauge of
+    how much a rule-based system left untranslated (names and numbers count too, so it is never 0)."""
+    total = copied = 0
+    for u in rows:
+        source = {w.lower() for w in (u.text_en or "").split()}
+        words = [w.lower() for w in u.words if w.isalpha()]
+        total += len(words)
+        copied += sum(w in source for w in words)
+    return round(copied / max(1, total), 4)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", default="../shared/data")
@@ -33,9 +45,10 @@ def main() -> None:
         t0 = time.perf_counter()
         kept = translated_training_set(cfg, lang, source, report)
         entry = report["translation"][lang]
+        entry["copied_source_word_rate"] = copied_rate(kept)
         rows.append({"config": config, "dataset": cfg.data.dataset, "lang": lang, "source_utterances": len(source),
                      "kept_utterances": len(kept), "seconds": round(time.perf_counter() - t0, 1), **entry})
-        print(json.dumps(rows[-1]["projection"]))
+        print(lang, json.dumps(rows[-1]["projection"]), entry["copied_source_word_rate"])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
     out = {"benchmark": "projection", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
