@@ -31,7 +31,7 @@ def test_two_steps_finite_loss_and_gradient_on_every_trainable_parameter(tiny_cf
     losses = []
     for _ in range(2):
         opt.zero_grad()
-        parts = method.loss(model, batch)
+        parts = method.loss(model, batch, cfg.options)
         parts["loss"].backward()
         assert torch.isfinite(parts["loss"])
         for name, p in model.named_parameters():

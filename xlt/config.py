@@ -77,6 +77,8 @@ class RunConfig:
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     translation: TranslationConfig = field(default_factory=TranslationConfig)
+    # the method's own settings (e.g. XeroAlign's loss weight), typed by the dataclass the method registers
+    options: dict = field(default_factory=dict)
     selection: str = "source-dev"  # checkpoint selection protocol; only source-dev is implemented
 
     @property
@@ -113,6 +115,10 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
             return float(value)
         except ValueError:
             pass
+    if annotation is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return value
     if annotation in (int, float, str, bool):
         if isinstance(value, annotation) and not (annotation is int and isinstance(value, bool)):
             return value
@@ -137,6 +143,20 @@ def from_dict(cls: type, data: dict, where: str = "config") -> Any:
         else:
             kwargs[key] = _check_type(value, hint, f"{where}.{key}")
     return cls(**kwargs)
+
+
+def resolve_method_options(cfg: "RunConfig", where: str = "config") -> "RunConfig":
+    """Replace the raw ``options`` mapping by the method's typed options dataclass (unknown keys are errors)."""
+    from xlt.methods import get_method  # late: methods import this module
+
+    options_type = get_method(cfg.train.method).options
+    raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
+    if options_type is None:
+        if raw:
+            raise ConfigError(f"{where}.options: method {cfg.train.method!r} takes no options, got {sorted(raw)}")
+        return cfg
+    cfg.options = from_dict(options_type, raw, f"{where}.options")  # type: ignore[assignment]
+    return cfg
 
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:
@@ -165,11 +185,11 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         where = str(path)
     data = apply_overrides(data, overrides or [])
-    return from_dict(RunConfig, data, where)
+    return resolve_method_options(from_dict(RunConfig, data, where), where)
 
 
 def to_dict(cfg: Any) -> dict:
-    return dataclasses.asdict(cfg)
+    return dataclasses.asdict(cfg)  # recurses into the typed ``options`` dataclass too
 
 
 def save_config(cfg: RunConfig, path: Path) -> None:

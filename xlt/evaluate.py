@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from xlt.config import RunConfig, apply_overrides, from_dict, load_config, to_dict
+from xlt.config import RunConfig, apply_overrides, from_dict, load_config, resolve_method_options, to_dict
 from xlt.methods import get_method
 from xlt.data.datasets import load_split
 from xlt.features import encode_examples
@@ -26,8 +26,11 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
     run_dir = Path(run_dir)
     cfg: RunConfig = load_config(run_dir / "config.yaml", None)
     if test_method or overrides:
-        cfg = from_dict(RunConfig, apply_overrides(to_dict(cfg), [f"train.method={test_method or cfg.train.method}",
-                                                                   *(overrides or [])]), "eval overrides")
+        # another method's test-time procedure does not take this method's options
+        reset = ["options={}"] if test_method and test_method != cfg.train.method else []
+        cfg = resolve_method_options(from_dict(RunConfig, apply_overrides(
+            to_dict(cfg), [f"train.method={test_method or cfg.train.method}", *reset, *(overrides or [])]),
+            "eval overrides"), "eval overrides")
     method = get_method(cfg.train.method)
     langs = langs or cfg.data.eval_langs
     model, tokenizer, labels = load_trained(run_dir, cfg)
@@ -38,7 +41,10 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
         if method.predict_target is not None and lang != cfg.data.source_lang:
             intents, slots, test_time[lang] = method.predict_target(cfg, model, tokenizer, labels, pad, lang, rows)
         else:
-            items, _ = encode_examples(tokenizer, rows, labels, None)
+            inputs = rows
+            if method.pair_eval_rows is not None:  # paired models: each utterance with its translation
+                inputs = method.pair_eval_rows(cfg, rows, lang, test_time.setdefault(lang, {}))
+            items, _ = encode_examples(tokenizer, inputs, labels, None)
             intents, slots, _ = predict(model, items, labels, pad, cfg.train.eval_batch_size)
         per_lang[lang] = score([u.intent for u in rows], [u.slots for u in rows], intents, slots)
     source = cfg.data.source_lang
@@ -60,7 +66,7 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
         "train_examples": data_report.get("train_used"), "train_summary": train_summary,
         "per_language": per_lang, **summary,
     }
-    if method.predict_target is not None:
+    if method.predict_target is not None or method.pair_eval_rows is not None:
         results["test_time"] = {"method": cfg.train.method, "translation": vars(cfg.translation), **test_time}
     write_report(run_dir, results, METRICS, tag)
     return results

@@ -23,6 +23,11 @@ class Encoded:
     word_positions: list[int]  # for each word: index into input_ids of the sub-token carrying its slot
     slot_ids: list[int]  # one per word (IGNORE where the gold tag is unknown to the label set)
     intent_id: int  # IGNORE where the gold intent is unknown to the label set
+    pair: "Encoded | None" = None  # paired methods: the encoded translation (XeroAlign, FILTER)
+    # self-teaching: a teacher's soft intent distribution (n_intents) and soft slot distributions (W, n_slots)
+    # for this example's translated side (``pair``); None when the method does not use them
+    soft_intent: torch.Tensor | None = None
+    soft_slots: torch.Tensor | None = None
 
 
 @dataclass
@@ -65,20 +70,29 @@ def align_words(tokenizer, words: list[str]) -> tuple[list[int], list[int]]:
     return list(enc.ids), [first[i] for i in range(len(words))]
 
 
+def _encode_one(tokenizer, u: Utterance, intents: dict, slots: dict) -> Encoded:
+    try:
+        ids, positions = align_words(tokenizer, u.words)
+    except DataError as err:
+        raise DataError(f"{u.origin}: {err}") from None
+    return Encoded(ids, positions, [slots.get(t, IGNORE) for t in u.slots], intents.get(u.intent, IGNORE))
+
+
 def encode_examples(tokenizer, rows: list[Utterance], labels: LabelSet,
                     max_length: int | None) -> tuple[list[Encoded], list[str]]:
-    """Encode rows; those longer than ``max_length`` sub-tokens are returned as skipped origins (never cut)."""
+    """Encode rows (and their attached translations); an example whose utterance or translation is longer than
+    ``max_length`` sub-tokens is skipped and returned as a skipped origin (never cut)."""
     intents, slots = labels.intent_index(), labels.slot_index()
     out, too_long = [], []
     for u in rows:
-        try:
-            ids, positions = align_words(tokenizer, u.words)
-        except DataError as err:
-            raise DataError(f"{u.origin}: {err}") from None
-        if max_length is not None and len(ids) > max_length:
-            too_long.append(f"{u.origin}: {len(ids)} sub-tokens > max_length {max_length}")
+        item = _encode_one(tokenizer, u, intents, slots)
+        if u.translation is not None:
+            item.pair = _encode_one(tokenizer, u.translation, intents, slots)
+        longest = max(len(item.input_ids), len(item.pair.input_ids) if item.pair else 0)
+        if max_length is not None and longest > max_length:
+            too_long.append(f"{u.origin}: {longest} sub-tokens > max_length {max_length}")
             continue
-        out.append(Encoded(ids, positions, [slots.get(t, IGNORE) for t in u.slots], intents.get(u.intent, IGNORE)))
+        out.append(item)
     return out, too_long
 
 
@@ -97,6 +111,8 @@ class VocabTrim:
         for group in groups:
             for e in group:
                 ids.update(e.input_ids)
+                if e.pair is not None:
+                    ids.update(e.pair.input_ids)
         return cls(sorted(ids))
 
     def map_ids(self, ids: list[int]) -> list[int]:
@@ -135,7 +151,33 @@ def length_bucketed_batches(lengths: list[int], batch_size: int, bucket_size: in
 
 def collate(items: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
     """Pad to the longest item.  Returns input_ids/attention_mask (B, T), slot_labels (B, T) with the word's tag at
-    its slot-carrying sub-token and IGNORE elsewhere, word_positions/word_mask (B, W), intent_labels (B,)."""
+    its slot-carrying sub-token and IGNORE elsewhere, word_positions/word_mask (B, W), intent_labels (B,).
+
+    Paired items (all or none) add the same keys for the translations prefixed ``pair_`` (lengths T', W'); items
+    with a teacher's soft labels add ``pair_soft_intent`` (B, n_intents) and ``pair_soft_slots`` (B, T', n_slots),
+    the latter at each pair word's slot-carrying sub-token (zero rows elsewhere; ``pair_soft_mask`` (B, T') marks
+    them)."""
+    batch = _collate_single(items, pad_id)
+    with_pair = [e.pair is not None for e in items]
+    if any(with_pair):
+        if not all(with_pair):
+            raise ValueError("a batch mixes paired and unpaired examples")
+        pair = _collate_single([e.pair for e in items], pad_id)  # type: ignore[misc]
+        batch.update({f"pair_{k}": v for k, v in pair.items()})
+        if items[0].soft_intent is not None:
+            batch["pair_soft_intent"] = torch.stack([e.soft_intent for e in items])  # type: ignore[misc]
+            n_slots = items[0].soft_slots.shape[-1]  # type: ignore[union-attr]
+            soft = torch.zeros((len(items), pair["input_ids"].shape[1], n_slots))
+            mask = torch.zeros(soft.shape[:2], dtype=torch.bool)
+            for b, e in enumerate(items):
+                pos = torch.tensor(e.pair.word_positions, dtype=torch.long)  # type: ignore[union-attr]
+                soft[b, pos] = e.soft_slots  # type: ignore[index]
+                mask[b, pos] = True
+            batch["pair_soft_slots"], batch["pair_soft_mask"] = soft, mask
+    return batch
+
+
+def _collate_single(items: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
     T = max(len(e.input_ids) for e in items)
     W = max(len(e.word_positions) for e in items)
     B = len(items)

@@ -50,6 +50,6 @@ def joint_loss(out: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> 
     return {"loss": intent + slot, "intent_loss": intent.detach(), "slot_loss": slot.detach()}
 
 
-def task_loss(model: "JointModel", batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def task_loss(model: "JointModel", batch: dict[str, torch.Tensor], options: object = None) -> dict[str, torch.Tensor]:
     """The plain intent + slot loss of a batch (the loss of zero-shot, translate-train, multi-language, ...)."""
     return joint_loss(model(batch["input_ids"], batch["attention_mask"]), batch)

@@ -63,13 +63,18 @@ def prepare_data(cfg: RunConfig, tokenizer) -> RunData:
         raise DataError(f"no training examples left (max_length={d.max_length})")
     dev_split = load_split(Path(d.data_dir), d.dataset, d.source_lang, "valid", d.orphan_policy)
     report["files"].extend(r.to_dict() for r in dev_split.reports)
-    dev, _ = encode_examples(tokenizer, dev_split.examples, labels, None)
+    pair_rows = get_method(cfg.train.method).pair_eval_rows
+    dev_rows = dev_split.examples
+    if pair_rows is not None:  # paired models: each dev utterance with its translation
+        dev_rows = pair_rows(cfg, dev_rows, d.source_lang, report.setdefault("eval_pairs", {}))
+    dev, _ = encode_examples(tokenizer, dev_rows, labels, None)
     test_rows, test = {}, {}
     unseen = {}
     for lang in d.eval_langs:
         split = load_split(Path(d.data_dir), d.dataset, lang, "test", d.orphan_policy)
         report["files"].extend(r.to_dict() for r in split.reports)
         test_rows[lang] = split.examples
+        # paired models are tested by evaluate_run; here test text only widens the kept vocabulary
         test[lang], _ = encode_examples(tokenizer, split.examples, labels, None)
         tags = {t[2:] for u in split.examples for t in u.slots if t != "O"}
         unseen[lang] = {"slot_types": sorted(tags - {t[2:] for t in labels.slots if t != "O"}),
@@ -83,6 +88,8 @@ def prepare_data(cfg: RunConfig, tokenizer) -> RunData:
         for group in [train, dev, *test.values()]:
             for e in group:
                 e.input_ids = trim.map_ids(e.input_ids)
+                if e.pair is not None:
+                    e.pair.input_ids = trim.map_ids(e.pair.input_ids)
         report["vocab_kept"] = len(trim.kept)
     return RunData(labels, train, dev, dev_split.examples, test_rows, test, trim, report)
 
@@ -100,7 +107,11 @@ def build_model(cfg: RunConfig, labels: LabelSet, trim: VocabTrim | None):
         encoder.set_input_embeddings(trim.trim_embedding(encoder.get_input_embeddings()))
     if cfg.model.freeze_embeddings:
         encoder.get_input_embeddings().weight.requires_grad_(False)
-    model = JointModel(encoder, len(labels.intents), len(labels.slots), cfg.model.pooling, cfg.model.dropout)
+    custom = get_method(cfg.train.method).build_model
+    if custom is not None:
+        model = custom(cfg, encoder, labels)
+    else:
+        model = JointModel(encoder, len(labels.intents), len(labels.slots), cfg.model.pooling, cfg.model.dropout)
     return model, prepare_tokenizer(tokenizer)
 
 

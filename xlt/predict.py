@@ -6,11 +6,20 @@ import torch
 from xlt.features import Encoded, LabelSet, collate
 
 
+def model_inputs(batch: dict[str, torch.Tensor], device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """The model's inputs from a collated batch: input_ids/attention_mask, plus the translation's for paired
+    models (FILTER reads its prediction from the first input and uses the pair as context)."""
+    keys = ["input_ids", "attention_mask"] + (["pair_input_ids", "pair_attention_mask"]
+                                              if "pair_input_ids" in batch else [])
+    return {k: batch[k].to(device) for k in keys}
+
+
 @torch.no_grad()
 def predict(model: torch.nn.Module, items: list[Encoded], labels: LabelSet, pad_id: int, batch_size: int = 128,
             device: torch.device | str = "cpu") -> tuple[list[str], list[list[str]], list[torch.Tensor]]:
     """Return (intent per item, BIO tags per item, intent probabilities per item), in the order of ``items``.
-    Items are sorted by length internally so batches carry little padding."""
+    Items are sorted by length internally so batches carry little padding.  Paired items (FILTER) are predicted
+    from their first side, with the translation as context."""
     was_training = model.training
     model.eval()
     order = sorted(range(len(items)), key=lambda i: len(items[i].input_ids))
@@ -20,7 +29,7 @@ def predict(model: torch.nn.Module, items: list[Encoded], labels: LabelSet, pad_
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         batch = collate([items[i] for i in idx], pad_id)
-        out = model(batch["input_ids"].to(device), batch["attention_mask"].to(device))
+        out = model(**model_inputs(batch, device))
         p_intent = out["intent_logits"].float().softmax(-1).cpu()
         positions = batch["word_positions"].to(device)
         word_logits = torch.gather(out["slot_logits"], 1,

@@ -70,6 +70,8 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
     data = prepare_data(cfg, prepare_tokenizer(tokenizer))
     model, tokenizer = build_model(cfg, data.labels, data.trim)
     pad = pad_id(tokenizer, data.trim)
+    if method.before_training is not None:  # e.g. self-teaching: the teacher's soft labels for every example
+        method.before_training(cfg, data, pad, run_dir)
     if accelerator.is_main_process:
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(cfg, run_dir / "config.yaml")
@@ -86,7 +88,7 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
     state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "best": None, "best_step": 0, "bad_evals": 0,
-             "train_seconds": 0.0, "train_tokens": 0}
+             "train_seconds": 0.0, "train_tokens": 0, "train_sentences": 0}
     if resume:
         state = checkpoint.load_training(last_dir, accelerator.unwrap_model(model), optimizer, scheduler)
     lengths = [len(e.input_ids) for e in data.train]
@@ -104,7 +106,7 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
         for indices in mine[state["batch_in_epoch"]:]:
             batch = {k: v.to(accelerator.device) for k, v in collate([data.train[i] for i in indices], pad).items()}
             t0 = time.perf_counter()
-            parts = method.loss(model, batch)
+            parts = method.loss(model, batch, cfg.options)
             accelerator.backward(parts["loss"])
             if cfg.train.grad_clip > 0:
                 accelerator.clip_grad_norm_(model.parameters(), cfg.train.grad_clip)
@@ -112,7 +114,11 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
             scheduler.step()
             optimizer.zero_grad()
             state["train_seconds"] += time.perf_counter() - t0
-            state["train_tokens"] += int(batch["attention_mask"].sum())
+            # paired methods process the translation too: count both sides (compute-matched comparisons)
+            state["train_tokens"] += int(batch["attention_mask"].sum()) + int(
+                batch["pair_attention_mask"].sum() if "pair_attention_mask" in batch else 0)
+            state["train_sentences"] = state.get("train_sentences", 0) + len(indices) * (
+                2 if "pair_input_ids" in batch else 1)
             state["step"] += 1
             state["batch_in_epoch"] += 1
             bar.update(1)
@@ -130,9 +136,11 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
             state["batch_in_epoch"] = 0
     bar.close()
     if accelerator.is_main_process:
-        summary = {k: state[k] for k in ("step", "epoch", "best", "best_step", "train_seconds", "train_tokens")}
+        summary = {k: state.get(k) for k in ("step", "epoch", "best", "best_step", "train_seconds", "train_tokens",
+                                             "train_sentences")}
         summary.update(stopped_early=stopped_early, tokens_per_second=state["train_tokens"] /
-                       max(state["train_seconds"], 1e-9), peak_rss_mb=peak_rss_mb(), threads=threads,
+                       max(state["train_seconds"], 1e-9), seconds_per_step=state["train_seconds"] /
+                       max(state["step"], 1), peak_rss_mb=peak_rss_mb(), threads=threads,
                        device=str(accelerator.device))
         (run_dir / "train_summary.json").write_text(json.dumps(summary, indent=1))
     return run_dir

@@ -80,7 +80,8 @@ def deduplicate(rows: list[Utterance]) -> tuple[list[Utterance], int]:
     seen: set[tuple] = set()
     out = []
     for u in rows:
-        key = (tuple(u.words), tuple(u.slots), u.intent)
+        key = (tuple(u.words), tuple(u.slots), u.intent,
+               tuple(u.translation.words) if u.translation is not None else None)  # paired: one per translation
         if key not in seen:
             seen.add(key)
             out.append(u)

@@ -15,10 +15,16 @@ class Utterance:
     lang: str
     origin: str  # "file:line" of the first line of the example, for error messages
     text_en: str | None = None  # xSID: the human English original, an oracle translation
+    # paired methods (XeroAlign, FILTER): this utterance's translation; its tags are projected labels, or all
+    # UNKNOWN_TAG where none are available (no loss is taken on them)
+    translation: "Utterance | None" = None
 
     def __post_init__(self) -> None:
         if len(self.words) != len(self.slots):
             raise ValueError(f"{self.origin}: {len(self.words)} words but {len(self.slots)} tags")
+
+
+UNKNOWN_TAG = "?"  # a slot tag that no label set contains: encoded as "ignore"
 
 
 class DataError(ValueError):

@@ -1,0 +1,102 @@
+"""Benchmark: XeroAlign and FILTER (+ self-teaching) against zero-shot and translate-train, compute-matched.
+
+Budget (multilingual-e5-small, frozen embeddings, lr 3e-4, batch 32, checkpoint chosen on the ENGLISH dev set):
+paired methods (XeroAlign, FILTER, FILTER student) run 500 steps x 32 pairs = 32,000 sentences; their baselines
+are zero-shot at 500 steps x 32 (regime ``equal_steps``: 16,000 sentences) and zero-shot / translate-train at 1000
+steps x 32 (regime ``equal_sentences``: 32,000 sentences, the runs of benchmarks/translation.py when present).
+Each paired row appears once per regime, next to the baselines it is matched with.
+
+    python benchmarks/xeroalign_filter.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
+    python benchmarks/xeroalign_filter.py --collect     # only rewrite the results from finished runs
+
+Runs are resumable and the results are rewritten after each run.  Writes benchmarks/results/xeroalign-filter.json,
+.md and xeroalign-generalisation.png (align-language x test-language heatmap, XeroAlign paper Table 4).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from xlt.config import find_config, load_config
+from xlt.evaluate import evaluate_run
+from xlt.train import clean_checkpoint, train
+
+HERE = Path(__file__).parent
+RUNS = HERE / "runs"
+XSID_TARGETS = ["ar", "da", "de", "de-ba", "de-muc", "de-st", "gsw", "id", "it", "ja", "kk", "lt", "nap", "nl", "no",
+                "sr", "tr", "zh"]
+# job -> (shipped config, config overrides); {seed} is filled in
+JOBS = {
+    "xsid-xeroalign-da": ("xsid-xeroalign", []),
+    "mtod-filter-es": ("mtod-filter-es", []),
+    "mtod-filter-self-teaching-es": ("mtod-filter-self-teaching-es",
+                                     [f"options.teacher={RUNS}/mtod-filter-es-seed{{seed}}"]),
+    "xsid-zero-shot-500": ("xsid-zero-shot", ["train.max_steps=500", "train.eval_every=125"]),
+    "mtod-zero-shot-500": ("mtod-zero-shot", ["train.max_steps=500", "train.eval_every=125"]),
+    "mtod-xeroalign-es": ("mtod-xeroalign-es", []),
+    "xsid-xeroalign-sr": ("xsid-xeroalign", ["translation.translator=apertium", "translation.languages=[sr]"]),
+    "xsid-xeroalign-es": ("xsid-xeroalign", ["translation.translator=apertium", "translation.languages=[es]"]),
+    "xsid-filter-sr": ("xsid-filter-sr", []),
+    "xsid-filter-self-teaching-sr": ("xsid-filter-self-teaching-sr",
+                                     [f"options.teacher={RUNS}/xsid-filter-sr-seed{{seed}}"]),
+}
+# the order runs are taken in when no --only is given: every comparison on seed 1 first, then more seeds
+QUEUE = [
+    ("xsid-xeroalign-da", 1), ("xsid-xeroalign-da", 2), ("mtod-filter-es", 1), ("mtod-filter-self-teaching-es", 1),
+    ("xsid-zero-shot-500", 1), ("mtod-zero-shot-500", 1), ("xsid-xeroalign-sr", 1), ("mtod-filter-es", 2),
+    ("mtod-filter-self-teaching-es", 2), ("xsid-xeroalign-da", 3), ("mtod-filter-es", 3),
+    ("mtod-filter-self-teaching-es", 3), ("mtod-xeroalign-es", 1), ("xsid-zero-shot-500", 2),
+    ("mtod-zero-shot-500", 2), ("xsid-zero-shot-500", 3), ("mtod-zero-shot-500", 3), ("xsid-xeroalign-es", 1),
+    ("xsid-filter-sr", 1), ("xsid-filter-self-teaching-sr", 1), ("mtod-xeroalign-es", 2), ("mtod-xeroalign-es", 3)]
+
+
+def run_job(name: str, seed: int, data_dir: str) -> Path:
+    config, extra = JOBS[name]
+    cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}",
+                                             f"name={name}-seed{seed}", f"output_dir={RUNS}",
+                                             *[e.format(seed=seed) for e in extra]])
+    if not (cfg.run_dir / "results.json").exists():
+        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
+            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
+        train(cfg, resume=(cfg.run_dir / "last").exists())
+        evaluate_run(cfg.run_dir)
+        clean_checkpoint(cfg.run_dir)
+    return cfg.run_dir
+
+
+def collect_results(strict: bool) -> None:
+    """Rewrite the results from every finished run (the report module is re-read, so it can change mid-run)."""
+    import importlib
+
+    sys.path.insert(0, str(HERE))
+    try:
+        report = importlib.reload(importlib.import_module("xeroalign_filter_report"))
+        report.collect(RUNS, HERE / "results")
+    except Exception as err:  # a reporting bug must not stop hours of training; --collect re-raises
+        if strict:
+            raise
+        print(f"collecting results failed: {err!r}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--only", nargs="+", choices=sorted(JOBS))
+    ap.add_argument("--collect", action="store_true", help="only rewrite results from the finished runs")
+    args = ap.parse_args()
+    if not args.collect:
+        queue = [(j, s) for j, s in QUEUE if s in args.seeds and (not args.only or j in args.only)]
+        if args.only:  # jobs asked for by name run on every requested seed
+            queue = [(j, s) for s in args.seeds for j in args.only]
+        for job, seed in queue:
+            print(f"== {job} seed {seed}", flush=True)
+            run_job(job, seed, args.data_dir)
+            collect_results(strict=False)
+    collect_results(strict=True)
+
+
+if __name__ == "__main__":
+    main()
