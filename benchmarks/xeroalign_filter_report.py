@@ -100,7 +100,7 @@ def summarise(rows: list[dict]) -> dict:
             zs = methods.get("zero_shot", {})
             for method, langs in methods.items():
                 targets = [lang for lang in langs if lang != "en"]
-                if len(targets) > 1:
+                if len(targets) > 2:  # xSID's 18 languages (MTOD's es/th are compared one by one)
                     langs["target_avg"] = {m: round(statistics.mean(langs[t][m]["mean"] for t in targets), 4)
                                            for m in METRICS}
                     langs["target_avg"]["languages"] = len(targets)
@@ -125,23 +125,24 @@ def heatmap(rows: list[dict], path: Path) -> dict:
               "xeroalign_align_es": "es (Apertium)"}
     sel = [r for r in rows if r["dataset"] == "xsid" and r["regime"] == "equal_sentences" and r["method"] in wanted]
     langs = sorted({r["lang"] for r in sel if r["method"] == "zero_shot"}, key=lambda x: (x != "en", x))
-    table = {}
+    table, seeds = {}, {}
     for method in wanted:
         vals = {lang: [r["intent_acc"] for r in sel if r["method"] == method and r["lang"] == lang] for lang in langs}
         if all(vals.values()):
             table[method] = {lang: statistics.mean(v) for lang, v in vals.items()}
+            seeds[method] = min(len(v) for v in vals.values())
     if "zero_shot" not in table or len(table) < 2:
         return {}
     names = list(table)
     grid = [[100 * table[m][lang] for lang in langs] for m in names]
     delta = [[g - z for g, z in zip(row, grid[0])] for row in grid]
-    fig, axes = plt.subplots(1, 2, figsize=(18, 1.2 + 0.7 * len(names)))
+    fig, axes = plt.subplots(1, 2, figsize=(19, 1.4 + 0.7 * len(names)))
     for ax, data, title, cmap in [(axes[0], grid, "intent accuracy (%)", "viridis"),
                                   (axes[1], delta, "change vs zero-shot (points)", "RdBu")]:
         lim = max(abs(v) for row in data for v in row) if cmap == "RdBu" else None
         im = ax.imshow(data, cmap=cmap, aspect="auto", vmin=-lim if lim else None, vmax=lim)
         ax.set_xticks(range(len(langs)), langs, rotation=60)
-        ax.set_yticks(range(len(names)), [wanted[n] for n in names])
+        ax.set_yticks(range(len(names)), [f"{wanted[n]}, {seeds[n]} seed{'s' * (seeds[n] > 1)}" for n in names])
         for i, row in enumerate(data):
             for j, v in enumerate(row):
                 ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=7)
