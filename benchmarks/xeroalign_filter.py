@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -86,14 +87,19 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--only", nargs="+", choices=sorted(JOBS))
     ap.add_argument("--collect", action="store_true", help="only rewrite results from the finished runs")
+    ap.add_argument("--job", nargs=2, metavar=("NAME", "SEED"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.job:  # one run in its own process, so its peak RSS is its own
+        run_job(args.job[0], int(args.job[1]), args.data_dir)
+        return
     if not args.collect:
         queue = [(j, s) for j, s in QUEUE if s in args.seeds and (not args.only or j in args.only)]
         if args.only:  # jobs asked for by name run on every requested seed
             queue = [(j, s) for s in args.seeds for j in args.only]
         for job, seed in queue:
             print(f"== {job} seed {seed}", flush=True)
-            run_job(job, seed, args.data_dir)
+            subprocess.run([sys.executable, __file__, "--data-dir", args.data_dir, "--job", job, str(seed)],
+                           check=True)
             collect_results(strict=False)
     collect_results(strict=True)
 
