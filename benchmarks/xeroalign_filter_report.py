@@ -42,9 +42,10 @@ NOTES = (
     "filter_self_teaching = student with KL to that seed's teacher (its cost excludes the teacher's). FILTER's "
     "test input is the target utterance + its Apertium translation into English. gap_closed = (method - "
     "zero_shot) / (zero_shot en - zero_shot target), zero_shot of the same regime and seed set. Not run for lack of time: "
-    "xeroalign seed 3, FILTER seed 3, zero_shot 500-step seeds 2-3, MTOD XeroAlign, xSID FILTER sr, XeroAlign "
+    "FILTER seed 3, zero_shot 500-step seeds 2-3, MTOD XeroAlign, xSID FILTER sr, XeroAlign "
     "aligned on es. peak_rss_mb is the maximum RSS of the benchmark process, which ran several jobs in turn for "
-    "these rows: values after a process's first job are upper bounds (the runner now starts one process per job).")
+    "most rows: values after a process's first job are upper bounds (the runner now starts one process per job; "
+    "xeroalign seed 3 ran that way).")
 
 
 def _rows(res: dict, method: str, regime: str, batch: int, paired: bool, translation: dict) -> list[dict]:
