@@ -24,6 +24,7 @@ SOURCES = {
     "xsid-xeroalign-da": ("xeroalign", ["equal_steps", "equal_sentences"]),
     "xsid-xeroalign-sr": ("xeroalign_align_sr", ["equal_steps", "equal_sentences"]),
     "xsid-xeroalign-es": ("xeroalign_align_es", ["equal_steps", "equal_sentences"]),
+    "xsid-xeroalign-da-sum": ("xeroalign_reduction_sum", ["equal_steps", "equal_sentences"]),
     "mtod-xeroalign-es": ("xeroalign", ["equal_steps", "equal_sentences"]),
     "mtod-filter-es": ("filter", ["equal_steps", "equal_sentences"]),
     "xsid-filter-sr": ("filter", ["equal_steps", "equal_sentences"]),
@@ -41,11 +42,13 @@ NOTES = (
     "translate_train_sr = xSID translate-train into that language; filter = FILTER m=1, k=5 (teacher); "
     "filter_self_teaching = student with KL to that seed's teacher (its cost excludes the teacher's). FILTER's "
     "test input is the target utterance + its Apertium translation into English. gap_closed = (method - "
-    "zero_shot) / (zero_shot en - zero_shot target), zero_shot of the same regime and seed set. Not run for lack of time: "
-    "FILTER seed 3, zero_shot 500-step seeds 2-3, MTOD XeroAlign, xSID FILTER sr, XeroAlign "
-    "aligned on es. peak_rss_mb is the maximum RSS of the benchmark process, which ran several jobs in turn for "
+    "zero_shot) / (zero_shot en - zero_shot target), zero_shot of the same regime and seed set. Not run for "
+    "lack of time: zero_shot 500-step seed 3 (equal_steps rows have 2 seeds), XeroAlign aligned on es, the "
+    "XeroAlign reduction=sum ablation (job xsid-xeroalign-da-sum), FILTER at 1000 steps. peak_rss_mb is the "
+    "maximum RSS of the benchmark process, which ran several jobs in turn for "
     "most rows: values after a process's first job are upper bounds (the runner now starts one process per job; "
-    "xeroalign seed 3 ran that way).")
+    "xSID XeroAlign seed 3, every seed-3 MTOD FILTER row, MTOD XeroAlign, xSID FILTER sr and zero_shot 500-step "
+    "seed 2 ran that way).")
 
 
 def _rows(res: dict, method: str, regime: str, batch: int, paired: bool, translation: dict) -> list[dict]:
