@@ -15,6 +15,7 @@ from pathlib import Path
 
 from xlt.config import find_config, load_config
 from xlt.data.datasets import deduplicate, load_split
+from xlt.tasks import get_task
 from xlt.translate.train_data import translated_training_set
 
 HERE = Path(__file__).parent
@@ -26,7 +27,7 @@ def copied_rate(rows) -> float:
     how much a rule-based system left untranslated (names and numbers count too, so it is never 0)."""
     total = copied = 0
     for u in rows:
-        source = {w.lower() for w in (u.text_en or "").split()}
+        source = {w.lower() for w in " ".join(u.reference or []).split()}
         words = [w.lower() for w in u.words if w.isalpha()]
         total += len(words)
         copied += sum(w in source for w in words)
@@ -43,7 +44,7 @@ def main() -> None:
         source, _ = deduplicate(load_split(Path(args.data_dir), cfg.data.dataset, "en", "train").examples)
         report: dict = {}
         t0 = time.perf_counter()
-        kept = translated_training_set(cfg, lang, source, report)
+        kept = translated_training_set(cfg, get_task("intent_slot"), lang, source, report)
         entry = report["translation"][lang]
         entry["copied_source_word_rate"] = copied_rate(kept)
         rows.append({"config": config, "dataset": cfg.data.dataset, "lang": lang, "source_utterances": len(source),

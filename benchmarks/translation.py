@@ -21,11 +21,13 @@ from pathlib import Path
 
 from xlt.config import find_config, load_config
 from xlt.data.datasets import deduplicate, load_split
-from xlt.evaluate import METRICS, evaluate_run
+from xlt.evaluate import evaluate_run
+from xlt.tasks.intent_slot import IntentSlot
 from xlt.train import clean_checkpoint, train
 from xlt.translate import get_translator
 from xlt.translate.train_data import shipped_bio_violations
 
+METRICS = IntentSlot.metrics
 HERE = Path(__file__).parent
 RUNS = HERE / "runs"
 # name -> (shipped config, evaluation languages, method label for rows[, config overrides])

@@ -21,9 +21,11 @@ import time
 from pathlib import Path
 
 from xlt.config import find_config, load_config, to_dict
-from xlt.evaluate import METRICS, evaluate_run
+from xlt.evaluate import evaluate_run
+from xlt.tasks.intent_slot import IntentSlot
 from xlt.train import clean_checkpoint, train
 
+METRICS = IntentSlot.metrics
 HERE = Path(__file__).parent
 
 

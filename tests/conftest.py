@@ -71,3 +71,16 @@ def tiny_cfg(tiny_data, xlt_home, tmp_path):
                                                  "data.train_subset=0", "data.dedup=false",
                                                  "data.eval_langs=[en,de,ja]", *overrides])
     return make
+
+
+def setup_run(cfg):
+    """(ctx, method, data, model, tokenizer) of a run config, as ``xlt.train.train`` builds them."""
+    from xlt import zoo
+    from xlt.core.vocab import prepare_tokenizer
+    from xlt.pipeline import build_model, make_run, prepare_data
+
+    ctx, method = make_run(cfg)
+    ctx.tokenizer = prepare_tokenizer(zoo.load_tokenizer(zoo.resolve(cfg.model.name)))
+    data = prepare_data(ctx, method)
+    model, tok = build_model(ctx, method, data.labels, data.trim)
+    return ctx, method, data, model, tok

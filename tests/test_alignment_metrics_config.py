@@ -3,9 +3,12 @@ import importlib.util
 import pytest
 import yaml
 
-from xlt.config import ConfigError, find_config, load_config, shipped_configs
-from xlt.features import LONE_SPACE_PIECE, align_words, length_bucketed_batches, prepare_tokenizer
-from xlt.metrics import score
+from xlt.config import find_config, is_stage_config, load_config, load_stage_config, shipped_configs
+from xlt.core.batching import length_bucketed_batches
+from xlt.core.vocab import prepare_tokenizer
+from xlt.errors import ConfigError
+from xlt.tasks.intent_slot import score_intent_slot as score
+from xlt.tasks.words import LONE_SPACE_PIECE, align_words
 from xlt.zoo.tiny_random import build_tokenizer
 
 
@@ -67,10 +70,16 @@ def test_metrics_conlleval_reading_of_orphan_i():
 
 @pytest.mark.parametrize("name", sorted(shipped_configs()))
 def test_every_shipped_config_loads(name):
-    cfg = load_config(find_config(name))
+    path = find_config(name)
+    if is_stage_config(path):
+        cfg = load_stage_config(path)
+        assert cfg.phases and all(p.steps > 0 for p in cfg.phases) and cfg.corpus.files
+        return
+    cfg = load_config(path)
     assert cfg.train.max_steps > 0 and cfg.data.eval_langs
+    from xlt.core.context import RunContext
     from xlt.methods import get_method
-    get_method(cfg.train.method)
+    get_method(cfg.train.method)(RunContext.from_config(cfg))  # dataset, task, options and selection metric
 
 
 def test_config_errors_and_overrides(tmp_path):
@@ -86,7 +95,7 @@ def test_config_errors_and_overrides(tmp_path):
     with pytest.raises(ConfigError):
         load_config(None, ["model.nope=1"])
     p.write_text("train: !!python/object/apply:os.system ['echo pwned']\n")
-    with pytest.raises(yaml.YAMLError):
+    with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(p)
 
 

@@ -4,13 +4,15 @@ and config errors."""
 import pytest
 import torch
 
-from xlt.config import ConfigError
+from tests.conftest import setup_run
+from xlt.core.batching import collate
+from xlt.core.vocab import prepare_tokenizer
+from xlt.errors import ConfigError
 from xlt.evaluate import evaluate_run
-from xlt.features import collate, prepare_tokenizer
-from xlt.fusion import FilterModel, fusion_encode
-from xlt.methods import get_method
-from xlt.methods.xeroalign import alignment_loss
-from xlt.pipeline import build_model, load_trained, pad_id, prepare_data
+from xlt.losses.alignment import alignment_loss
+from xlt.models.fusion import FusionModel, fusion_encode
+from xlt.pipeline import load_trained, pad_id
+from xlt.tasks import get_task
 from xlt.train import train
 from xlt import zoo
 
@@ -70,8 +72,9 @@ def test_fusion_layers_mix_the_sides_ignore_padding_and_are_symmetric():
 
 def test_filter_rejects_more_layers_than_the_encoder_has():
     encoder, _ = _encoder()
+    heads = get_task("intent_slot").heads(32, {"intents": ["a"], "slots": ["O"]}, "mean", 0.1)
     with pytest.raises(ValueError, match="m \\+ k <= 2"):
-        FilterModel(encoder, 3, 4, 2, 1)
+        FusionModel(encoder, heads, 2, 1)
 
 
 def test_alignment_losses():
@@ -90,14 +93,12 @@ def test_alignment_losses():
 ])
 def test_paired_loss_reaches_every_layer(tiny_cfg, method, options):
     cfg = tiny_cfg(f"train.method={method}", *IDENTITY, *options)
-    tok = prepare_tokenizer(zoo.load_tokenizer(zoo.resolve(cfg.model.name)))
-    data = prepare_data(cfg, tok)
+    ctx, meth, data, model, tok = setup_run(cfg)
     assert all(e.pair is not None for e in data.train)
-    model, tok = build_model(cfg, data.labels, data.trim)
-    batch = collate(data.train[:8], pad_id(tok, data.trim))
-    for key in ("pair_input_ids", "pair_attention_mask"):  # identity translations: pair rows with other sentences
-        batch[key] = batch[key].roll(1, 0)
-    parts = get_method(method).loss(model, batch, cfg.options)
+    batch = collate(ctx.task, data.train[:8], pad_id(tok, data.trim))
+    # identity translations: pair each row with another sentence
+    batch["pair"] = {k: v.roll(1, 0) for k, v in batch["pair"].items()}
+    parts = meth.loss(model, batch)
     parts["loss"].backward()
     assert torch.isfinite(parts["loss"])
     if method == "xeroalign":
@@ -123,16 +124,17 @@ def test_filter_teacher_to_student_round_trip(tiny_cfg):
     teacher = train(tiny_cfg("train.method=filter", "name=teacher", *IDENTITY, *layers))
     t_results = evaluate_run(teacher)
     assert t_results["test_time"]["de"]["de-en"]["pairs"] == 2
-    model, tok, labels = load_trained(teacher, tiny_cfg("train.method=filter", *IDENTITY, *layers))
-    assert isinstance(model, FilterModel)
+    run = load_trained(teacher, tiny_cfg("train.method=filter", *IDENTITY, *layers))
+    labels = run.labels
+    assert isinstance(run.model, FusionModel)
     student = train(tiny_cfg("train.method=filter_self_teaching", "name=student", *IDENTITY, *layers,
                              f"options.teacher={teacher}"))
     soft = student / "teacher_soft_labels.safetensors"
     from safetensors.torch import load_file
     stored = load_file(str(soft))
-    assert stored["intent"].shape == (40, len(labels.intents))
-    assert torch.allclose(stored["intent"].sum(-1), torch.ones(40), atol=1e-5)
-    assert stored["slots"].shape == (int(stored["words"].sum()), len(labels.slots))
+    assert stored["intent_logits"].shape == (40, len(labels["intents"]))
+    assert torch.allclose(stored["intent_logits"].sum(-1), torch.ones(40), atol=1e-5)
+    assert stored["slot_logits"].shape == (int(stored["words"].sum()), len(labels["slots"]))
     import json
     log = [json.loads(line) for line in (student / "metrics.jsonl").read_text().splitlines()]
     assert all(r["kl_loss"] >= 0 for r in log) and "target_loss" in log[0]

@@ -6,7 +6,7 @@ from tests.conftest import SHARED_DATA, needs_shared_data
 from xlt.data.bio import orphan_positions, repair_tags
 from xlt.data.datasets import deduplicate, load_split
 from xlt.data.readers import read_massive_jsonl, read_mtod_tsv, read_xsid_conll, read_xsid_train
-from xlt.data.records import DataError
+from xlt.errors import DataError
 
 
 def test_xsid_train_tab_and_space_separated_intents(tmp_path):

@@ -5,33 +5,28 @@ import json
 import torch
 from safetensors.torch import load_file
 
+from tests.conftest import setup_run
 from xlt.cli import main as cli_main
+from xlt.core.batching import collate
 from xlt.evaluate import evaluate_run
-from xlt.features import collate, prepare_tokenizer
-from xlt.methods import get_method
-from xlt.pipeline import build_model, load_trained, pad_id, prepare_data
-from xlt.predict import predict
+from xlt.pipeline import build_model, load_trained, pad_id
 from xlt.train import train
-from xlt import zoo
 
 
 def _setup(cfg):
-    tok = prepare_tokenizer(zoo.load_tokenizer(zoo.resolve(cfg.model.name)))
-    data = prepare_data(cfg, tok)
-    model, tok = build_model(cfg, data.labels, data.trim)
-    return data, model, tok
+    ctx, method, data, model, tok = setup_run(cfg)
+    return data, model, tok, method
 
 
 def test_two_steps_finite_loss_and_gradient_on_every_trainable_parameter(tiny_cfg):
     cfg = tiny_cfg()
-    data, model, tok = _setup(cfg)
-    method = get_method("zero_shot")
+    data, model, tok, method = _setup(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    batch = collate(data.train[:8], pad_id(tok, data.trim))
+    batch = collate(method.task, data.train[:8], pad_id(tok, data.trim))
     losses = []
     for _ in range(2):
         opt.zero_grad()
-        parts = method.loss(model, batch, cfg.options)
+        parts = method.loss(model, batch)
         parts["loss"].backward()
         assert torch.isfinite(parts["loss"])
         for name, p in model.named_parameters():
@@ -45,22 +40,23 @@ def test_two_steps_finite_loss_and_gradient_on_every_trainable_parameter(tiny_cf
 
 def test_frozen_embeddings_get_no_update(tiny_cfg):
     cfg = tiny_cfg("model.freeze_embeddings=true")
-    _, model, _ = _setup(cfg)
+    _, model, _, _ = _setup(cfg)
     assert not model.encoder.get_input_embeddings().weight.requires_grad
 
 
 def test_trimmed_vocabulary_is_exact(tiny_cfg):
     cfg = tiny_cfg("model.trim_vocab=true", "model.dropout=0.0")
-    data, trimmed, tok = _setup(cfg)
-    full, _ = build_model(tiny_cfg("model.trim_vocab=false", "model.dropout=0.0"), data.labels, None)
+    data, trimmed, tok, method = _setup(cfg)
+    full_setup = setup_run(tiny_cfg("model.trim_vocab=false", "model.dropout=0.0"))
+    full, _ = build_model(full_setup[0], full_setup[1], data.labels, None)
     full.load_state_dict({k: v for k, v in trimmed.state_dict().items() if "word_embeddings" not in k},
                          strict=False)
     assert len(data.trim.kept) < tok.get_vocab_size()
     trimmed.eval(), full.eval()
-    batch = collate(data.dev, pad_id(tok, data.trim))
+    batch = collate(method.task, data.dev, pad_id(tok, data.trim))
     old_ids = torch.tensor([data.trim.kept[i] for i in batch["input_ids"].flatten()]).view_as(batch["input_ids"])
-    a = trimmed(batch["input_ids"], batch["attention_mask"])
-    b = full(old_ids, batch["attention_mask"])
+    a = trimmed(batch)
+    b = full({**batch, "input_ids": old_ids})
     assert torch.allclose(a["slot_logits"], b["slot_logits"], atol=1e-6)
 
 
@@ -84,17 +80,20 @@ def test_resume_reaches_identical_parameters(tiny_cfg):
 def test_run_refuses_to_overwrite_without_resume(tiny_cfg):
     import pytest
 
+    from xlt.errors import XltError
+
     cfg = tiny_cfg("name=twice", "train.max_steps=2", "train.eval_every=2")
     train(cfg)
-    with pytest.raises(FileExistsError, match="--resume"):
+    with pytest.raises(XltError, match="--resume"):
         train(cfg)
 
 
 def test_saved_run_round_trips_and_reports(tiny_cfg, capsys):
     cfg = tiny_cfg("name=roundtrip", "train.max_steps=4", "train.eval_every=2")
     run_dir = train(cfg)
-    data, _, tok = _setup(cfg)
-    model, tok_full, labels = load_trained(run_dir, cfg)
+    data, _, tok, _ = _setup(cfg)
+    run = load_trained(run_dir, cfg)
+    model, labels = run.model, run.labels
     best = load_file(str(run_dir / "best" / "model.safetensors"))
     emb = model.encoder.get_input_embeddings().weight.data
     assert torch.equal(emb[torch.tensor(data.trim.kept)], best["encoder.embeddings.word_embeddings.weight"])
@@ -105,15 +104,9 @@ def test_saved_run_round_trips_and_reports(tiny_cfg, capsys):
               "config.yaml", "data_report.json", "metrics.jsonl", "train_summary.json"):
         assert (run_dir / f).exists(), f
     # the report's numbers are the ones predict() gives on the same data
-    intents, _, _ = predict(model, [e for e in _encode_full(tok_full, data.test_rows["de"], labels)], labels,
-                            pad_id(tok_full, None))
-    acc = sum(i == u.intent for i, u in zip(intents, data.test_rows["de"])) / len(intents)
+    preds = run.predict(data.test_examples["de"])
+    acc = sum(p.intent == u.intent for p, u in zip(preds, data.test_examples["de"])) / len(preds)
     assert acc == results["per_language"]["de"]["intent_acc"]
     cli_main(["predict", str(run_dir), "set alarm for 7 am", "明天 早上 七点"])
     lines = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
-    assert len(lines) == 2 and len(lines[1]["tags"]) == 3 and lines[0]["intent"] in labels.intents
-
-
-def _encode_full(tok, rows, labels):
-    from xlt.features import encode_examples
-    return encode_examples(tok, rows, labels, None)[0]
+    assert len(lines) == 2 and len(lines[1]["tags"]) == 3 and lines[0]["intent"] in labels["intents"]

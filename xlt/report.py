@@ -10,7 +10,10 @@ def markdown_table(results: dict, metrics: tuple[str, ...]) -> str:
               f"({results['split']}) | seed {results['seed']} | steps {results['steps']} "
               f"(best at {results['best_step']}) | train examples {results['train_examples']} | "
               f"selection: {results['selection']} ({results['selection_detail']})")
-    lines = [header, "", "| lang | " + " | ".join(metrics) + " | n |", "|---" * (len(metrics) + 2) + "|"]
+    lines = [header, ""]
+    if results.get("dataset_notes"):
+        lines += [f"Note: {results['dataset_notes']}.", ""]
+    lines += ["| lang | " + " | ".join(metrics) + " | n |", "|---" * (len(metrics) + 2) + "|"]
     for lang, m in results["per_language"].items():
         mark = " (source)" if lang == results["source_lang"] else ""
         lines.append(f"| {lang}{mark} | " + " | ".join(f"{100 * m[k]:.1f}" for k in metrics) + f" | {m['n']} |")

@@ -12,11 +12,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from xlt.errors import XltError
+
 Links = set[tuple[int, int]]  # (source word index, target word index)
 _NEIGHBOURS = [(-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1)]
 
 
-class AlignerUnavailable(RuntimeError):
+class AlignerUnavailable(XltError, RuntimeError):
     pass
 
 

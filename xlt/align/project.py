@@ -8,6 +8,10 @@ Rules (the same for translate-train, source -> translation, and translate-test, 
   whose range overlaps an already placed span is cut to its longest free sub-range that still contains one of its
   aligned words (**partial**, ``trimmed``), or **dropped** (reason ``conflict``) if there is none.
 The output is always valid BIO (B- then I-), whatever the alignment.
+
+Word tags without spans (POS) cross a translation word by word, only through one-to-one links (a target word linked
+to exactly one source word that is linked to no other target word; Yarowsky & Ngai 2001, Täckström et al. 2013):
+other target words get no label (``project_word_tags``).
 """
 from __future__ import annotations
 
@@ -26,18 +30,25 @@ def bio_spans(tags: list[str]) -> list[tuple[str, int, int]]:
 class ProjectionStats:
     spans: Counter = field(default_factory=Counter)  # projected / partial / dropped_unaligned / dropped_conflict
     utterances: Counter = field(default_factory=Counter)  # full / partial / dropped (>=1 span lost)
+    tokens: Counter = field(default_factory=Counter)  # word tags: one_to_one / unlabelled (/ fallback)
 
     def add(self, other: "ProjectionStats") -> None:
         self.spans.update(other.spans)
         self.utterances.update(other.utterances)
+        self.tokens.update(other.tokens)
 
     def to_dict(self) -> dict:
         n_spans, n_utts = sum(self.spans.values()), sum(self.utterances.values())
-        return {"spans": dict(self.spans), "spans_total": n_spans, "utterances": dict(self.utterances),
-                "utterances_total": n_utts,
-                "span_fully_projected_rate": round(self.spans["projected"] / n_spans, 4) if n_spans else None,
-                "span_dropped_rate": round((self.spans["dropped_unaligned"] + self.spans["dropped_conflict"])
-                                           / n_spans, 4) if n_spans else None}
+        out = {"spans": dict(self.spans), "spans_total": n_spans, "utterances": dict(self.utterances),
+               "utterances_total": n_utts,
+               "span_fully_projected_rate": round(self.spans["projected"] / n_spans, 4) if n_spans else None,
+               "span_dropped_rate": round((self.spans["dropped_unaligned"] + self.spans["dropped_conflict"])
+                                          / n_spans, 4) if n_spans else None}
+        n_tokens = sum(self.tokens.values())
+        if n_tokens:
+            out.update(tokens=dict(self.tokens), tokens_total=n_tokens,
+                       token_labelled_rate=round(self.tokens["one_to_one"] / n_tokens, 4))
+        return out
 
 
 def project_tags(src_tags: list[str], links: set[tuple[int, int]], n_tgt: int) -> tuple[list[str], ProjectionStats]:
@@ -86,3 +97,31 @@ def project_tags(src_tags: list[str], links: set[tuple[int, int]], n_tgt: int) -
     lost = stats.spans["dropped_unaligned"] + stats.spans["dropped_conflict"]
     stats.utterances["dropped" if lost else "partial" if stats.spans["partial"] else "full"] += 1
     return tags, stats
+
+
+def one_to_one(links: set[tuple[int, int]]) -> dict[int, int]:
+    """Target index -> source index for links whose both ends take part in no other link."""
+    src_count, tgt_count = Counter(i for i, _ in links), Counter(j for _, j in links)
+    return {j: i for i, j in links if src_count[i] == 1 and tgt_count[j] == 1}
+
+
+def project_word_tags(src_tags: list[str], links: set[tuple[int, int]], n_tgt: int, unknown: str,
+                      fallback: list[str] | None = None) -> tuple[list[str], ProjectionStats]:
+    """Word tags (POS) onto ``n_tgt`` target words through one-to-one links; other target words get ``unknown``, or
+    the tag of ``fallback`` (translate-test: the model's direct prediction on the target word).  Sentence counts
+    go to ``utterances`` (full: every target word labelled through a link)."""
+    stats = ProjectionStats()
+    mapping = one_to_one(links)
+    out = []
+    for j in range(n_tgt):
+        if j in mapping and mapping[j] < len(src_tags):
+            out.append(src_tags[mapping[j]])
+            stats.tokens["one_to_one"] += 1
+        elif fallback is not None:
+            out.append(fallback[j])
+            stats.tokens["fallback"] += 1
+        else:
+            out.append(unknown)
+            stats.tokens["unlabelled"] += 1
+    stats.utterances["full" if stats.tokens["one_to_one"] == n_tgt else "partial"] += 1
+    return out, stats

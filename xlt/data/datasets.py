@@ -1,88 +1,94 @@
-"""Where each (dataset, language, split) lives under the data directory, and how it is read.
+"""Dataset registry: where each (dataset, language, split) lives under the data directory, how it is read, and which
+task it feeds.  Reader modules register their datasets (``register_dataset``); they are found by discovery, so a new
+dataset is its reader file alone.
 
-Datasets:
-- ``xsid``: train ``en`` (xsid/train/en.*), ``da`` (the shipped MT Danish set, da.mt.*); valid/test for all
-  languages from ``{lang}.{valid,test}.conll``.
-- ``mtod``: train ``en`` = the MTOD half of xSID's English train set (intent ``alarm/*``, ``reminder/*``,
-  ``weather/*``), train ``es``/``th`` from ``train-{lang}.tsv``; valid/test from ``eval-``/``test-{lang}.tsv``,
-  slot names mapped to xSID's (``readers.MTOD_TO_XSID``).
-- ``massive``: ``{data_dir}/massive/{lang}.{split}.jsonl`` (any MASSIVE-style file).
+Registered: ``xsid``, ``mtod``, ``massive`` (intent_slot; ``xlt/data/intent_slot_datasets.py``), ``xnli``, ``pawsx``
+(pair_classification; ``xlt/data/pair_readers.py``), ``panx``, ``udpos`` (token_classification;
+``xlt/data/tagged_readers.py``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
-from xlt.data.readers import read_massive_jsonl, read_mtod_tsv, read_xsid_conll, read_xsid_train
-from xlt.data.records import DataError, ReadReport, Utterance
-
-XSID_LANGS = ["ar", "da", "de", "de-ba", "de-muc", "de-st", "en", "gsw", "id", "it", "ja", "kk", "lt", "nap",
-              "nl", "no", "sr", "tr", "zh"]
-MTOD_DOMAINS = ("alarm/", "reminder/", "weather/")
-# The shipped xSID train files keep SNIPS's weather intent (1,900 en lines), while every xSID valid/test set labels
-# weather requests weather/find: xSID's own label mapping (mainlp/xsid scripts/mapping.txt, "GetWeather
-# weather/find") merges them; its slot renames are already applied in the shipped files.
-XSID_TRAIN_INTENT_MAP = {"GetWeather": "weather/find"}
+from xlt.data.records import DataError, Example, ReadReport
+from xlt.registry import Registry
 
 
 @dataclass
 class Split:
-    examples: list[Utterance]
+    examples: list
     reports: list[ReadReport]
     duplicates_removed: int = 0
 
 
-def _xsid_dir(data_dir: Path) -> Path:
-    d = Path(data_dir) / "xsid"
-    if not d.is_dir():
-        raise DataError(f"{d}: xSID data not found. Point --data-dir (or data.data_dir=...) at a folder holding "
-                        "xsid/ (in this project: ../shared/data).")
-    return d
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    task: str  # a registered task (xlt/tasks)
+    # (data_dir, lang, split, orphan_policy) -> Split; split is train | valid | test
+    load: Callable[[Path, str, str, str], Split]
+    description: str
+    task_options: dict = field(default_factory=dict)  # e.g. {"scheme": "bio"} for NER, {"scheme": "tags"} for POS
+    # languages with a train split (xSID: da = its shipped MT set); None: any language that has the files
+    train_langs: tuple[str, ...] | None = ("en",)
+    notes: str = ""  # stated in every report (e.g. "target dev sets serve as test sets")
+
+
+DATASETS: Registry[Dataset] = Registry("dataset", "xlt.data")
+
+
+def register_dataset(dataset: Dataset) -> Dataset:
+    return DATASETS.add(dataset.name, dataset)
+
+
+def get_dataset(name: str) -> Dataset:
+    return DATASETS.get(name)
 
 
 def load_split(data_dir: Path, dataset: str, lang: str, split: str, orphan_policy: str = "to_b") -> Split:
-    """Read one split; ``split`` is ``train``, ``valid`` or ``test``."""
+    """Read one split of a registered dataset; ``split`` is ``train``, ``valid`` or ``test``."""
     if split not in ("train", "valid", "test"):
         raise ValueError(f"split must be train/valid/test, not {split!r}")
-    if dataset == "xsid":
-        d = _xsid_dir(data_dir)
-        if split == "train":
-            stem = {"en": "en", "da": "da.mt"}.get(lang)
-            if stem is None:
-                raise DataError(f"xSID has training data for en and da (MT) only, not {lang!r}")
-            rows, rep = read_xsid_train(d / "train" / f"{stem}.text", d / "train" / f"{stem}.label", lang,
-                                        orphan_policy)
-            for u in rows:
-                if u.intent in XSID_TRAIN_INTENT_MAP:
-                    rep.repaired[f"intent {u.intent}->{XSID_TRAIN_INTENT_MAP[u.intent]} (lines)"] += 1
-                    u.intent = XSID_TRAIN_INTENT_MAP[u.intent]
-        else:
-            rows, rep = read_xsid_conll(d / f"{lang}.{split}.conll", lang, orphan_policy)
-        return Split(rows, [rep])
-    if dataset == "mtod":
-        if split == "train" and lang == "en":
-            d = _xsid_dir(data_dir)
-            # filter on the original intents, before GetWeather (SNIPS) is renamed to weather/find
-            rows, rep = read_xsid_train(d / "train" / "en.text", d / "train" / "en.label", lang, orphan_policy)
-            return Split([u for u in rows if u.intent.startswith(MTOD_DOMAINS)], [rep])
-        d = Path(data_dir) / "mtod"
-        prefix = {"train": "train", "valid": "eval", "test": "test"}[split]
-        rows, rep = read_mtod_tsv(d / f"{prefix}-{lang}.tsv", lang, "xsid", orphan_policy)
-        return Split(rows, [rep])
-    if dataset == "massive":
-        rows, rep = read_massive_jsonl(Path(data_dir) / "massive" / f"{lang}.{split}.jsonl", lang, orphan_policy)
-        return Split(rows, [rep])
-    raise ValueError(f"unknown dataset {dataset!r} (xsid, mtod, massive)")
+    ds = get_dataset(dataset)
+    if split == "train" and ds.train_langs is not None and lang not in ds.train_langs:
+        raise DataError(f"{dataset} has training data for {', '.join(ds.train_langs)} only, not {lang!r}")
+    return ds.load(Path(data_dir), lang, split, orphan_policy)
 
 
-def deduplicate(rows: list[Utterance]) -> tuple[list[Utterance], int]:
-    """Drop exact duplicates (same words, tags and intent), keeping the first; return (rows, number removed)."""
+def require_file(path: Path, what: str) -> Path:
+    if not path.exists():
+        folder = path.parent
+        raise DataError(f"{path}: {what} not found" + ("" if folder.is_dir() else
+                        f" ({folder} does not exist: point data.data_dir / --data-dir at the shared data folder)"))
+    return path
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def text_key(e: Example) -> tuple:
+    """The text of an example (its words, or both sentences of a pair), without labels."""
+    return tuple(_frozen(getattr(e, f)) for f in ("words", "text_a", "text_b") if hasattr(e, f))
+
+
+def dedup_key(e: Example) -> tuple:
+    labels = tuple(_frozen(getattr(e, f.name)) for f in dataclasses.fields(e)
+                   if f.name not in ("words", "text_a", "text_b", "lang", "origin", "reference", "translation"))
+    return text_key(e) + labels + ((text_key(e.translation),) if e.translation is not None else (None,))
+
+
+def deduplicate(rows: list) -> tuple[list, int]:
+    """Drop exact duplicates (same text, same labels; paired examples: and the same translation text), keeping the
+    first; return (rows, number removed)."""
     seen: set[tuple] = set()
     out = []
-    for u in rows:
-        key = (tuple(u.words), tuple(u.slots), u.intent,
-               tuple(u.translation.words) if u.translation is not None else None)  # paired: one per translation
+    for e in rows:
+        key = dedup_key(e)
         if key not in seen:
             seen.add(key)
-            out.append(u)
+            out.append(e)
     return out, len(rows) - len(out)

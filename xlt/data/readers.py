@@ -52,18 +52,21 @@ def _finish(report: ReadReport, rows: list[Utterance], tags: list[str], line: in
     if fixed is None:
         report.skip(line, "bad BIO", why)
         return
-    rows.append(Utterance(words, fixed, intent, lang, f"{report.path}:{line}", text_en))
+    rows.append(Utterance(words, fixed, intent, lang, f"{report.path}:{line}", [text_en] if text_en else None))
     report.kept += 1
 
 
 def read_xsid_train(text_path: Path, label_path: Path, lang: str,
                     orphan_policy: str = "to_b") -> tuple[list[Utterance], ReadReport]:
     """xSID training files: one utterance per line in ``.text``; BIO tags then TAB (en) or space (da) + intent."""
+    text_path, label_path = Path(text_path), Path(label_path)
     report = ReadReport(str(label_path))
     texts = list(_lines(Path(text_path)))
     labels = list(_lines(Path(label_path)))
     if len(texts) != len(labels):
-        raise DataError(f"{label_path}: {len(labels)} lines but {text_path} has {len(texts)}")
+        shorter = label_path if len(labels) < len(texts) else text_path
+        raise DataError(f"{shorter}:{min(len(texts), len(labels))}: file ends here, but {label_path.name} has "
+                        f"{len(labels)} lines and {text_path.name} has {len(texts)}: they must be line-aligned")
     rows: list[Utterance] = []
     for (number, text), (_, label) in zip(texts, labels):
         if text is None or label is None:

@@ -1,8 +1,20 @@
-"""Typed example records and the read report that every reader fills while it validates."""
+"""Typed example records (one per task family) and the read report that every reader fills while it validates.
+
+Every record has ``lang``, ``origin`` ("file:line", for error messages), ``reference`` (a human translation of each
+of its text fields into the source language, where the data has one: xSID's ``# text-en``, the parallel English row
+of XNLI / PAWS-X; used by the ``oracle`` translator) and ``translation`` (paired methods: the same example in
+another language, its labels transferred, or UNKNOWN where none could be).  What the labels are, and how they move
+across a translation, is the business of the task (``xlt.tasks``), not of these records.
+"""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Protocol, Union
+
+from xlt.errors import DataError
+
+UNKNOWN_TAG = "?"  # a label no label set contains: encoded as "ignore" (no loss is taken on it)
 
 
 @dataclass
@@ -13,10 +25,8 @@ class Utterance:
     slots: list[str]
     intent: str
     lang: str
-    origin: str  # "file:line" of the first line of the example, for error messages
-    text_en: str | None = None  # xSID: the human English original, an oracle translation
-    # paired methods (XeroAlign, FILTER): this utterance's translation; its tags are projected labels, or all
-    # UNKNOWN_TAG where none are available (no loss is taken on them)
+    origin: str
+    reference: list[str] | None = None
     translation: "Utterance | None" = None
 
     def __post_init__(self) -> None:
@@ -24,11 +34,44 @@ class Utterance:
             raise ValueError(f"{self.origin}: {len(self.words)} words but {len(self.slots)} tags")
 
 
-UNKNOWN_TAG = "?"  # a slot tag that no label set contains: encoded as "ignore"
+@dataclass
+class SentencePair:
+    """One sentence-pair classification example (NLI: premise / hypothesis; paraphrase: sentence 1 / 2)."""
+
+    text_a: str
+    text_b: str
+    label: str
+    lang: str
+    origin: str
+    reference: list[str] | None = None
+    translation: "SentencePair | None" = None
 
 
-class DataError(ValueError):
-    """A data file is unusable (missing, empty, or mostly invalid)."""
+@dataclass
+class TaggedSentence:
+    """One token-classification example: a tag per word (BIO entity tags for NER, UPOS for POS)."""
+
+    words: list[str]
+    tags: list[str]
+    lang: str
+    origin: str
+    reference: list[str] | None = None
+    translation: "TaggedSentence | None" = None
+
+    def __post_init__(self) -> None:
+        if len(self.words) != len(self.tags):
+            raise ValueError(f"{self.origin}: {len(self.words)} words but {len(self.tags)} tags")
+
+
+Example = Union[Utterance, SentencePair, TaggedSentence]
+
+
+class HasOrigin(Protocol):
+    lang: str
+    origin: str
+
+
+__all__ = ["DataError", "Example", "ReadReport", "SentencePair", "TaggedSentence", "UNKNOWN_TAG", "Utterance"]
 
 
 @dataclass

@@ -1,57 +1,71 @@
-"""Method registry.  A method is one small module that registers a ``Method`` under its name; the training loop
-asks it for the training examples and for the loss of a batch.  Adding a method = that file + a config + a test row.
+"""Fine-tuning methods.  A method is one small class in one file of this package, found automatically: it takes the
+run context and has a fixed, typed surface — options, training examples, the model, the loss of a batch, the
+evaluation inputs and the test-time prediction.  Every hook has a default (the zero-shot behaviour), so generic
+code never asks whether a method "has" one.  Adding a method = that file + a config + a test row.
 """
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
-from typing import Callable
+from typing import Any, ClassVar
 
 import torch
+from torch import nn
 
-from xlt.data.records import Utterance
+from xlt.core.batching import Encoded
+from xlt.models import TaskModel
+from xlt.registry import Registry
 
 
-@dataclass(frozen=True)
 class Method:
-    name: str
-    description: str
-    # (config, load_train(lang) -> utterances, report dict) -> training utterances, e.g. source only (zero-shot)
-    # or source + translations; statistics go into the report (written to RUN_DIR/data_report.json)
-    train_examples: Callable[..., list[Utterance]]
-    # (model, batch, options) -> {"loss": scalar to optimise, other named parts detached for logging};
-    # ``options`` is the run's typed ``cfg.options`` (None for methods without options)
-    loss: Callable[..., dict[str, torch.Tensor]]
-    # optional test-time procedure for target languages (translate-test):
-    # (cfg, model, tokenizer, labels, pad_id, lang, rows) -> (intents, BIO tags per row, statistics)
-    predict_target: Callable[..., tuple[list[str], list[list[str]], dict]] | None = None
-    # optional dataclass of the method's settings, filled from the config's ``options:`` section
-    options: type | None = None
-    # optional (cfg, encoder, labels) -> model, for methods with their own architecture (FILTER); default JointModel
-    build_model: Callable[..., torch.nn.Module] | None = None
-    # optional (cfg, rows, lang, report) -> rows with ``translation`` attached, for dev/test inputs of paired
-    # models (FILTER predicts from an utterance together with its translation)
-    pair_eval_rows: Callable[..., list[Utterance]] | None = None
-    # optional (cfg, data, pad_id, run_dir) -> None, run once the data is prepared and before the first step
-    # (self-teaching attaches a teacher's soft labels to the training examples)
-    before_training: Callable[..., None] | None = None
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    Options: ClassVar[type | None] = None  # a dataclass filled from the config's ``options:`` section
+    uses_translation_at_test_time: ClassVar[bool] = False  # its results carry the translation statistics
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__ and cls.name:
+            METHODS.add(cls.name, cls)
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx  # xlt.core.context.RunContext
+        self.cfg = ctx.cfg
+        self.task = ctx.task
+        self.options = ctx.cfg.options
+
+    def check(self) -> None:
+        """Raise ConfigError for settings or task combinations that make no sense, before any work is done."""
+
+    def train_examples(self) -> list:
+        """The training examples (before deduplication and subsetting): by default the source training set."""
+        return self.ctx.load_split(self.cfg.data.source_lang, "train")
+
+    def build_model(self, encoder: nn.Module, labels: dict) -> nn.Module:
+        """By default the encoder with the task's heads."""
+        heads = self.task.heads(encoder.config.hidden_size, labels, self.cfg.model.pooling, self.cfg.model.dropout)
+        return TaskModel(encoder, heads)
+
+    def loss(self, model: nn.Module, batch: dict) -> dict[str, torch.Tensor]:
+        """``{"loss": scalar to optimise, other named parts detached for logging}``; by default the task loss."""
+        return self.task.loss(model(batch), batch)
+
+    def before_training(self, data, pad_id: int) -> None:
+        """Run once the data is prepared and before the first step (self-teaching: the teacher's soft labels)."""
+
+    def eval_inputs(self, examples: list, lang: str, report: dict) -> list:
+        """What the model reads for dev/test examples of ``lang`` (paired models: each with its translation)."""
+        return examples
+
+    def predict(self, run, examples: list, lang: str, report: dict, accelerator=None) -> list:
+        """Predictions for ``examples`` of ``lang`` with a trained ``run`` (``xlt.pipeline.TrainedRun``)."""
+        return run.predict(self.eval_inputs(examples, lang, report), accelerator)
 
 
-REGISTRY: dict[str, Method] = {}
-_MODULES = ["zero_shot", "translate_train", "multi_language", "translate_test", "xeroalign", "filter",
-            "filter_self_teaching"]
+METHODS: Registry[type[Method]] = Registry("method", "xlt.methods")
 
 
-def register(method: Method) -> Method:
-    if method.name in REGISTRY:
-        raise ValueError(f"method {method.name!r} registered twice")
-    REGISTRY[method.name] = method
-    return method
+def get_method(name: str) -> type[Method]:
+    return METHODS.get(name)
 
 
-def get_method(name: str) -> Method:
-    for module in _MODULES:
-        importlib.import_module(f"xlt.methods.{module}")
-    if name not in REGISTRY:
-        raise KeyError(f"unknown method {name!r}; available: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[name]
+__all__ = ["Encoded", "METHODS", "Method", "get_method"]

@@ -1,9 +1,11 @@
-"""FILTER (Fang et al., AAAI 2021): fine-tune a fusion encoder (``xlt.fusion``) on each source utterance together
-with its machine translation into the target language: L = L_src + λ·L_tgt, with the translation's labels
-projected through a word alignment (``translation.*`` settings, as translate-train).  At test time a target
-utterance is paired with its translation into the source language (the translate-test direction) and read from its
-own side, so slot tags are on its own tokens; source dev/test utterances are paired with their translation into
-the target language.  Needs a translator in both directions at test time (Apertium es/sr, or ``oracle`` on xSID).
+"""FILTER (Fang et al., AAAI 2021): fine-tune a fusion encoder (``xlt.models.fusion``) on each source example
+together with its machine translation into the target language: L = L_src + λ·L_tgt, the translation's labels
+transferred by the task's rule (span projection for slots / NER, one-to-one links for POS, a copy for pair labels;
+``translation.*`` settings as translate-train; a translation whose transfer loses a label keeps its sentence-level
+labels but carries no word-level loss).  At test time a target example is paired with its translation into the
+source language (the translate-test direction) and read from its own side, so word-level labels are on its own
+words; source dev/test examples are paired with their translation into the target language.  Needs a translator
+in both directions at test time (Apertium es/sr; ``oracle`` where the data has human references).
 
 Options: ``local_layers`` m and ``fusion_layers`` k (m + k <= the encoder's layers; the FILTER paper's best
 XLM-R-large setting, m = 1 and k = 10 of 24 layers, scaled to 12 layers gives the default m = 1, k = 5), and
@@ -11,11 +13,14 @@ XLM-R-large setting, m = 1 and k = 10 of 24 layers, scaled to 12 layers gives th
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from xlt.config import ConfigError
-from xlt.fusion import FilterModel, paired_task_loss
-from xlt.methods import Method, register
+import torch
+
+from xlt.errors import ConfigError
+from xlt.methods import Method
+from xlt.models.fusion import FusionModel
 from xlt.translate.pairs import attach_translations, training_pairs
 
 
@@ -26,49 +31,56 @@ class FilterOptions:
     target_weight: float = 1.0  # λ
 
 
-def target_language(cfg) -> str:
-    if len(cfg.translation.languages) != 1:
-        raise ConfigError(f"{cfg.train.method} needs exactly one language in translation.languages (the target "
-                          f"its training data is translated into), got {cfg.translation.languages}")
-    return cfg.translation.languages[0]
+def paired_task_loss(task, out: dict, batch: dict, target_weight: float) -> dict[str, torch.Tensor]:
+    """L_src + λ·L_tgt: the task loss on side a (gold source labels) and on side b (the translation, its labels
+    transferred; unknown labels carry no loss)."""
+    src = task.loss(out, batch)
+    if target_weight == 0:
+        return {**src, "source_loss": src["loss"].detach()}
+    tgt = task.loss(out["pair"], batch["pair"])
+    return {"loss": src["loss"] + target_weight * tgt["loss"], "source_loss": src["loss"].detach(),
+            "target_loss": tgt["loss"].detach()}
 
 
-def check_layers(cfg) -> None:
-    """m + k must fit the encoder: checked from its config.json before any data is translated."""
-    import json
+class Filter(Method):
+    name = "filter"
+    description = "fusion encoder over an input and its translation, L_src + λ·L_tgt"
+    paper = "Fang et al. 2021"
+    Options = FilterOptions
+    uses_translation_at_test_time = True
 
-    from xlt import zoo
+    def target_language(self) -> str:
+        langs = self.cfg.translation.languages
+        if len(langs) != 1:
+            raise ConfigError(f"{self.name} needs exactly one language in translation.languages (the target its "
+                              f"training data is translated into), got {langs}")
+        return langs[0]
 
-    n_layers = json.loads((zoo.resolve(cfg.model.name) / "config.json").read_text())["num_hidden_layers"]
-    m, k = cfg.options.local_layers, cfg.options.fusion_layers
-    if m < 0 or k < 0 or m + k > n_layers:
-        raise ConfigError(f"options.local_layers ({m}) + options.fusion_layers ({k}) must be non-negative and at "
-                          f"most the encoder's {n_layers} layers")
+    def check(self) -> None:
+        """m + k must fit the encoder: checked from its config.json before any data is translated."""
+        from xlt import zoo
 
+        self.target_language()
+        n_layers = json.loads((zoo.resolve(self.cfg.model.name) / "config.json").read_text())["num_hidden_layers"]
+        m, k = self.options.local_layers, self.options.fusion_layers
+        if m < 0 or k < 0 or m + k > n_layers:
+            raise ConfigError(f"options.local_layers ({m}) + options.fusion_layers ({k}) must be non-negative and at "
+                              f"most the encoder's {n_layers} layers")
 
-def train_examples(cfg, load_train, report: dict) -> list:
-    check_layers(cfg)
-    return training_pairs(cfg, load_train(cfg.data.source_lang), [target_language(cfg)], report, labelled=True)
+    def train_examples(self) -> list:
+        return training_pairs(self.cfg, self.task, super().train_examples(), [self.target_language()],
+                              self.ctx.report, labelled=True)
 
+    def eval_inputs(self, examples: list, lang: str, report: dict) -> list:
+        """Source rows with their translation into the target language; target rows with theirs into the source."""
+        src = self.cfg.data.source_lang
+        other = self.target_language() if lang == src else src
+        return attach_translations(self.cfg, self.task, examples, lang, other,
+                                   report.setdefault(f"{lang}-{other}", {}))
 
-def pair_eval_rows(cfg, rows: list, lang: str, report: dict) -> list:
-    """Source rows with their translation into the target language; target rows with theirs into the source."""
-    src = cfg.data.source_lang
-    other = target_language(cfg) if lang == src else src
-    return attach_translations(cfg, rows, lang, other, report.setdefault(f"{lang}-{other}", {}))
+    def build_model(self, encoder, labels: dict) -> FusionModel:
+        heads = self.task.heads(encoder.config.hidden_size, labels, self.cfg.model.pooling, self.cfg.model.dropout)
+        return FusionModel(encoder, heads, self.options.local_layers, self.options.fusion_layers)
 
-
-def build_model(cfg, encoder, labels) -> FilterModel:
-    o = cfg.options
-    return FilterModel(encoder, len(labels.intents), len(labels.slots), o.local_layers, o.fusion_layers,
-                       cfg.model.pooling, cfg.model.dropout)
-
-
-def loss(model, batch, opts: FilterOptions):
-    out = model(batch["input_ids"], batch["attention_mask"], batch["pair_input_ids"], batch["pair_attention_mask"])
-    return paired_task_loss(out, batch, opts.target_weight)
-
-
-register(Method("filter", "fusion encoder over an utterance and its translation, L_src + λ·L_tgt "
-                "(Fang et al. 2021)", train_examples, loss, options=FilterOptions, build_model=build_model,
-                pair_eval_rows=pair_eval_rows))
+    def loss(self, model, batch: dict) -> dict[str, torch.Tensor]:
+        return paired_task_loss(self.task, model(batch), batch, self.options.target_weight)

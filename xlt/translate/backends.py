@@ -14,8 +14,10 @@ import subprocess
 from pathlib import Path
 from typing import Protocol
 
+from xlt.errors import DataError, XltError
 
-class TranslatorUnavailable(RuntimeError):
+
+class TranslatorUnavailable(XltError, RuntimeError):
     """A backend's software or language pair is missing; the message says what to install."""
 
 
@@ -114,7 +116,7 @@ class FileTranslator:
         table = self.table(src, tgt)
         missing = [t for t in texts if " ".join(t.split()) not in table]
         if missing:
-            raise KeyError(f"file translator {src}->{tgt}: {len(missing)} text(s) have no stored translation, "
+            raise DataError(f"file translator {src}->{tgt}: {len(missing)} text(s) have no stored translation, "
                            f"e.g. {missing[0]!r}")
         return [table[" ".join(t.split())] for t in texts]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from xlt.config import RunConfig, TranslationConfig
 from xlt.data.readers import read_massive_jsonl, read_mtod_tsv, read_xsid_conll, read_xsid_train
 from xlt.data.records import DataError, Utterance
-from xlt.translate.train_data import project_rows, translate_rows
+from xlt.tasks import get_task
+from xlt.translate.train_data import project_rows, translate_examples
 
 
 def read_labelled(path: Path, lang: str) -> list[Utterance]:
@@ -33,7 +34,7 @@ def write_labelled(rows: list[Utterance], out: Path, fmt: str) -> list[Path]:
     if fmt == "jsonl":
         path = out.with_suffix(".jsonl")
         path.write_text("".join(json.dumps({"tokens": u.words, "slots": u.slots, "intent": u.intent,
-                                            "lang": u.lang, "source": u.text_en}, ensure_ascii=False) + "\n"
+                                            "lang": u.lang, "source": (u.reference or [None])[0]}, ensure_ascii=False) + "\n"
                                 for u in rows), encoding="utf-8")
         return [path]
     text, label = Path(f"{out}.text"), Path(f"{out}.label")
@@ -50,8 +51,9 @@ def translate_file(path: Path, backend: str, src: str, tgt: str, out: Path, fmt:
     cfg = RunConfig()
     cfg.data.data_dir, cfg.data.source_lang = data_dir, src
     cfg.translation = TranslationConfig(translator=backend, on_lost_span=on_lost_span)
-    words, tstats = translate_rows(cfg, rows, src, tgt)
-    projected, pstats = project_rows(cfg, rows, words, tgt, f"{backend}:{tgt}")
+    task = get_task("intent_slot")
+    translated, tstats = translate_examples(cfg, task, rows, src, tgt)
+    projected, pstats = project_rows(cfg, task, rows, translated, tgt)
     files = write_labelled(projected, Path(out), fmt)
     stats = {"input": str(path), "outputs": [str(f) for f in files], "translation": tstats, "projection": pstats}
     Path(f"{out}.stats.json").write_text(json.dumps(stats, indent=1))

@@ -1,79 +1,64 @@
-"""Utterances paired with their translations, for the paired methods (XeroAlign, FILTER).
+"""Examples paired with their translations, for the paired methods (XeroAlign, FILTER), for any task.
 
-Training pairs: each source utterance with its machine translation into a target language; the translation carries
-projected slot labels (``labelled=True``, FILTER) or none (XeroAlign needs no target labels).  Evaluation pairs:
-a target utterance with its translation into the source language (the translate-test direction), or a source dev
-utterance with its translation into the target language.  Rows whose translation loses a slot span keep the pair
-but its tags are ``UNKNOWN_TAG`` (no slot loss on that side), rather than teaching the lost span as ``O``.
+Training pairs: each source example with its machine translation into a target language; the translation carries
+transferred labels (``labelled=True``, FILTER) or none (XeroAlign needs no target labels).  Evaluation pairs: a
+target example with its translation into the source language (the translate-test direction), or a source dev
+example with its translation into the target language.  A translation whose label transfer loses something keeps
+the pair, but its word-level labels become unknown (no loss on that side), rather than teaching a lost span as
+``O``.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from xlt.align.eflomal_align import align
-from xlt.align.project import ProjectionStats, project_tags
-from xlt.config import ConfigError, RunConfig
-from xlt.data.records import UNKNOWN_TAG, DataError, Utterance
-from xlt.translate import tokenize_words
-from xlt.translate.resources import backend_name, extra_parallel
-from xlt.translate.train_data import translate_rows
+from xlt.align.project import ProjectionStats
+from xlt.config import RunConfig
+from xlt.errors import ConfigError
+from xlt.translate.train_data import align_examples, is_empty, translate_examples
 
 
-def _translation_words(cfg: RunConfig, rows: list[Utterance], src: str, tgt: str) -> tuple[list[list[str]], dict]:
-    other = tgt if src == cfg.data.source_lang else src
-    if backend_name(cfg, other) == "oracle":
-        if tgt != cfg.data.source_lang:
-            raise DataError(f"the oracle translator only translates into {cfg.data.source_lang} (xSID # text-en)")
-        missing = [u.origin for u in rows if not u.text_en]
-        if missing:
-            raise DataError(f"oracle translation needs human English lines (# text-en); missing at {missing[0]}")
-        return [tokenize_words(u.text_en or "") for u in rows], {"backend": "oracle (human # text-en)",
-                                                                   "pair": f"{src}-{tgt}", "texts": len(rows)}
-    return translate_rows(cfg, rows, src, tgt)
+def _placeholder(task, example, lang: str):
+    """Evaluation must keep every row: an empty translation is replaced by "." in each field."""
+    return task.translated(example, ["."] * len(task.texts(example)), lang, example.origin + ">empty", str.split)
 
 
-def attach_translations(cfg: RunConfig, rows: list[Utterance], src: str, tgt: str, report: dict,
-                        labelled: bool = False, drop_empty: bool = False) -> list[Utterance]:
+def attach_translations(cfg: RunConfig, task, rows: list, src: str, tgt: str, report: dict,
+                        labelled: bool = False, drop_empty: bool = False) -> list:
     """Copies of ``rows`` (language ``src``) with ``translation`` set to their translation into ``tgt``.
 
-    ``labelled``: project the slot labels through an eflomal alignment (tags ``UNKNOWN_TAG`` where a span is lost).
-    ``drop_empty``: drop rows whose translation is empty (training); otherwise "." stands in (evaluation must keep
-    every row).  Statistics go to ``report``."""
-    words, tstats = _translation_words(cfg, rows, src, tgt)
-    links = None
-    if labelled:
-        links = align([u.words for u in rows], words, extra_parallel(cfg, tgt, src))
+    ``labelled``: transfer the labels (word-level labels unknown where the transfer loses some).  ``drop_empty``:
+    drop rows whose translation is empty (training); otherwise "." stands in.  Statistics go to ``report``."""
+    translated, tstats = translate_examples(cfg, task, rows, src, tgt)
+    links = align_examples(cfg, task, rows, translated, tgt if src == cfg.data.source_lang else src) \
+        if labelled else [set() for _ in rows]
     total, out, empty, unlabelled = ProjectionStats(), [], 0, 0
-    for i, (u, w) in enumerate(zip(rows, words)):
-        if not w:
+    for row, pair, link in zip(rows, translated, links):
+        if is_empty(task, pair):
             empty += 1
             if drop_empty:
                 continue
-            w = ["."]
-        tags = [UNKNOWN_TAG] * len(w)
-        if links is not None and w != ["."]:
-            projected, stats = project_tags(u.slots, links[i], len(w))
+            pair = _placeholder(task, row, tgt)
+        elif labelled:
+            moved, lost, stats = task.transfer_labels(row, pair, link)
             total.add(stats)
-            if stats.utterances["dropped"]:
-                unlabelled += 1
-            else:
-                tags = projected
-        pair = Utterance(w, tags, u.intent, tgt, f"{u.origin}>{tstats['backend']}:{tgt}", None)
-        out.append(dataclasses.replace(u, translation=pair))
+            unlabelled += lost
+            pair = task.without_word_labels(moved) if lost else moved
+        out.append(dataclasses.replace(row, translation=pair))
     report.update({"translation": tstats, "empty_translations": empty, "pairs": len(out)})
     if labelled:
-        report["projection"] = {**total.to_dict(), "pairs_without_slot_labels": unlabelled}
+        report["projection"] = {**total.to_dict(), "pairs_without_word_labels": unlabelled}
     return out
 
 
-def training_pairs(cfg: RunConfig, source_rows: list[Utterance], languages: list[str], report: dict,
-                   labelled: bool) -> list[Utterance]:
+def training_pairs(cfg: RunConfig, task, source_rows: list, languages: list[str], report: dict,
+                   labelled: bool) -> list:
     """Source rows paired with their translation into each of ``languages`` (one pair per row and language)."""
     if not languages:
         raise ConfigError("a paired method needs translation.languages (the languages to translate the source "
-                        "training set into)")
-    out: list[Utterance] = []
+                          "training set into)")
+    out: list = []
     for lang in languages:
         entry = report.setdefault("translation", {}).setdefault(lang, {})
-        out += attach_translations(cfg, source_rows, cfg.data.source_lang, lang, entry, labelled, drop_empty=True)
+        out += attach_translations(cfg, task, source_rows, cfg.data.source_lang, lang, entry, labelled,
+                                   drop_empty=True)
     return out

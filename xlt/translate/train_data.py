@@ -1,61 +1,113 @@
-"""Translated training data for translate-train and multi-language fine-tuning: translate the source utterances,
-align each with its translation (eflomal), project the BIO slot spans (xlt.align.project); or use labels that
-ship with the data (xSID ``da.mt.label``).  Every count goes to the run's data report."""
+"""Examples across a translation, for any task: translate the text fields of examples (through the cache), align
+each with its translation (eflomal, when the task's labels need word alignment) and transfer the labels
+(``Task.transfer_labels``: span projection for slots / NER, one-to-one links for POS, a copy for pair labels).
+Translated training sets for translate-train and multi-language fine-tuning are built here, or read where the data
+ships one (xSID ``da.mt``).  Every count goes to the run's data report."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from xlt.align.eflomal_align import align
-from xlt.align.project import ProjectionStats, project_tags
-from xlt.config import ConfigError, RunConfig
+from xlt.align.project import ProjectionStats
+from xlt.config import RunConfig
 from xlt.data.bio import orphan_positions
 from xlt.data.datasets import load_split
-from xlt.data.records import Utterance
-from xlt.translate import translate_cached
+from xlt.errors import ConfigError, DataError
+from xlt.translate import tokenize_words, translate_cached
 from xlt.translate.resources import backend_name, extra_parallel, make_translator, open_cache, words_of
 
 
-def translate_rows(cfg: RunConfig, rows: list[Utterance], src: str, tgt: str,
-                   backend: str | None = None) -> tuple[list[list[str]], dict]:
-    """Words of the translation of each row (through the cache), and the translation statistics.  The backend is
-    the one configured for the non-source language of the pair, unless ``backend`` names one."""
-    translator = make_translator(cfg, tgt if src == cfg.data.source_lang else src, backend)
+def translate_examples(cfg: RunConfig, task, examples: list, src: str, tgt: str,
+                       backend: str | None = None) -> tuple[list, dict]:
+    """Each example rewritten in ``tgt`` (its labels unknown, sentence-level labels kept), and the translation
+    statistics.  The backend is the one configured for the non-source language of the pair, unless ``backend``
+    names one; ``oracle`` uses the examples' human reference translations (into the source language only)."""
+    other = tgt if src == cfg.data.source_lang else src
+    name = backend or backend_name(cfg, other)
+    if name == "oracle":
+        if tgt != cfg.data.source_lang:
+            raise ConfigError(f"the oracle translator only translates into {cfg.data.source_lang} (it reads the "
+                              "human reference translations that ship with the test data)")
+        missing = [e.origin for e in examples if not e.reference]
+        if missing:
+            raise DataError(f"{missing[0]}: the oracle translator needs a human reference translation (xSID "
+                            f"# text-en, the parallel English row of XNLI/PAWS-X); {len(missing)} example(s) lack one")
+        out = [task.translated(e, e.reference, tgt, f"{e.origin}>oracle:{tgt}", tokenize_words) for e in examples]
+        return out, {"backend": "oracle (human reference)", "pair": f"{src}-{tgt}", "texts": len(examples)}
+    translator = make_translator(cfg, other, name)
+    fields = [task.texts(e) for e in examples]
+    flat = [t for texts in fields for t in texts]
     cache = open_cache(cfg)
     try:
-        texts, stats = translate_cached(translator, [" ".join(u.words) for u in rows], src, tgt, cache)
+        translated, stats = translate_cached(translator, flat, src, tgt, cache)
     finally:
         cache.close()
-    return [words_of(translator, t) for t in texts], stats
+    out, k = [], 0
+    for e, texts in zip(examples, fields):
+        mine = translated[k:k + len(texts)]
+        k += len(texts)
+        out.append(task.translated(e, mine, tgt, f"{e.origin}>{stats['backend']}:{tgt}",
+                                   lambda text: words_of(translator, text)))
+    return out, stats
 
 
-def project_rows(cfg: RunConfig, rows: list[Utterance], tgt_words: list[list[str]], lang: str,
-                 tag: str) -> tuple[list[Utterance], dict]:
-    """Align ``rows`` with their translations and project slot labels.  Utterances that lose a span are skipped
-    (``on_lost_span: skip_utterance``: their lost span would otherwise be taught as ``O``) or kept."""
+def is_empty(task, example) -> bool:
+    """A translation with an empty text field (or no words, for word-level tasks) cannot be used."""
+    return any(not t.strip() for t in task.texts(example)) or (task.needs_alignment and not task.words(example))
+
+
+def align_examples(cfg: RunConfig, task, sources: list, targets: list, lang: str,
+                   extra: list | None = None) -> list[set]:
+    """Word links of each (source, target) pair; empty without alignment (tasks whose labels need none)."""
+    if not task.needs_alignment:
+        return [set() for _ in sources]
+    pairs = extra_parallel(cfg, lang, cfg.data.source_lang) + list(extra or [])
+    return align([task.words(s) for s in sources], [task.words(t) for t in targets], pairs)
+
+
+def transfer_examples(cfg: RunConfig, task, sources: list, translated: list, lang: str
+                      ) -> tuple[list[tuple[object, bool] | None], ProjectionStats]:
+    """Labels of ``sources`` moved onto their ``translated`` examples: (labelled example, lost) per pair, None
+    where the translation is empty."""
+    links = align_examples(cfg, task, sources, translated, lang)
+    total, out = ProjectionStats(), []
+    for s, t, link in zip(sources, translated, links):
+        if is_empty(task, t):
+            out.append(None)
+            continue
+        labelled, lost, stats = task.transfer_labels(s, t, link)
+        total.add(stats)
+        out.append((labelled, lost))
+    return out, total
+
+
+def bio_violation_lines(task, examples: list) -> int:
+    return sum(bool(orphan_positions(tags)) for tags in map(task.bio_tags, examples) if tags is not None)
+
+
+def project_rows(cfg: RunConfig, task, sources: list, translated: list, lang: str) -> tuple[list, dict]:
+    """Labelled translations of ``sources``.  Examples that lose a label are skipped (``on_lost_span:
+    skip_utterance``: their lost span would otherwise be taught as ``O``) or kept with what could be placed."""
     policy = cfg.translation.on_lost_span
     if policy not in ("skip_utterance", "keep"):
         raise ConfigError(f"translation.on_lost_span must be skip_utterance or keep, not {policy!r}")
-    links = align([u.words for u in rows], tgt_words, extra_parallel(cfg, lang, cfg.data.source_lang))
-    total = ProjectionStats()
-    out, empty = [], 0
-    for u, words, link in zip(rows, tgt_words, links):
-        if not words:
-            empty += 1
+    results, total = transfer_examples(cfg, task, sources, translated, lang)
+    out = []
+    for source, result in zip(sources, results):
+        if result is None or (result[1] and policy == "skip_utterance"):
             continue
-        tags, stats = project_tags(u.slots, link, len(words))
-        total.add(stats)
-        if stats.utterances["dropped"] and policy == "skip_utterance":
-            continue
-        out.append(Utterance(words, tags, u.intent, lang, f"{u.origin}>{tag}", " ".join(u.words)))
-    report = {**total.to_dict(), "empty_translations_skipped": empty, "utterances_kept": len(out),
-              "bio_violation_lines": sum(bool(orphan_positions(u.slots)) for u in out)}
+        example = result[0]
+        example.reference = task.texts(source)  # the source-language text it was translated from
+        out.append(example)
+    report = {**total.to_dict(), "empty_translations_skipped": results.count(None), "utterances_kept": len(out),
+              "bio_violation_lines": bio_violation_lines(task, out)}
     return out, report
 
 
 def shipped_bio_violations(cfg: RunConfig, lang: str) -> dict:
-    """BIO violations (orphan I- tags) in the raw shipped label file, before xlt's repair, for comparison."""
+    """BIO violations (orphan I- tags) in the raw shipped xSID label file, before xlt's repair, for comparison."""
     path = Path(cfg.data.data_dir) / "xsid" / "train" / f"{lang}.mt.label"
-    if not path.exists():
+    if cfg.data.dataset != "xsid" or not path.exists():
         return {}
     lines = bad = 0
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -67,20 +119,19 @@ def shipped_bio_violations(cfg: RunConfig, lang: str) -> dict:
             "bio_violation_rate": round(bad / lines, 4) if lines else None}
 
 
-def translated_training_set(cfg: RunConfig, lang: str, source_rows: list[Utterance],
-                            report: dict) -> list[Utterance]:
-    """Training utterances in ``lang`` made from ``source_rows``; statistics under ``report['translation'][lang]``."""
+def translated_training_set(cfg: RunConfig, task, lang: str, source_rows: list, report: dict) -> list:
+    """Training examples in ``lang`` made from ``source_rows``; statistics under ``report['translation'][lang]``."""
     entry = report.setdefault("translation", {}).setdefault(lang, {})
     if cfg.translation.labels == "shipped" or backend_name(cfg, lang) == "shipped":
-        split = load_split(Path(cfg.data.data_dir), "xsid", lang, "train", cfg.data.orphan_policy)
+        split = load_split(Path(cfg.data.data_dir), cfg.data.dataset, lang, "train", cfg.data.orphan_policy)
         entry.update({"labels": "shipped", "read": [r.to_dict() for r in split.reports],
                       "shipped_raw": shipped_bio_violations(cfg, lang)})
         return split.examples
     if cfg.translation.labels != "project":
         raise ConfigError(f"translation.labels must be project or shipped, not {cfg.translation.labels!r}")
-    words, tstats = translate_rows(cfg, source_rows, cfg.data.source_lang, lang)
-    rows, pstats = project_rows(cfg, source_rows, words, lang, f"{tstats['backend']}:{lang}")
-    entry.update({"labels": "projected", "translation": tstats, "projection": pstats,
-                  "shipped_raw": shipped_bio_violations(cfg, lang)})
+    translated, tstats = translate_examples(cfg, task, source_rows, cfg.data.source_lang, lang)
+    rows, pstats = project_rows(cfg, task, source_rows, translated, lang)
+    entry.update({"labels": "projected" if task.needs_alignment else "copied", "translation": tstats,
+                  "projection": pstats, "shipped_raw": shipped_bio_violations(cfg, lang)})
     entry["projection"]["bio_violation_rate"] = round(pstats["bio_violation_lines"] / max(1, len(rows)), 4)
     return rows

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 from safetensors.numpy import save_file
 
+from xlt.errors import ConfigError, XltError
 from xlt.zoo import tiny_random
 
 
@@ -28,7 +29,7 @@ class ZooEntry:
     build: Callable[[Path], None]
 
 
-class MissingPackageError(RuntimeError):
+class MissingPackageError(XltError, RuntimeError):
     pass
 
 
@@ -109,7 +110,7 @@ def is_prepared(name: str) -> bool:
 def prepare(name: str, force: bool = False) -> Path:
     """Build the HF folder for a zoo model (once); return its path.  Written atomically via a temp folder."""
     if name not in ZOO:
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(ZOO)} (or give a path to a HF folder)")
+        raise ConfigError(f"unknown model {name!r}; known: {', '.join(ZOO)} (or give a path to a HF folder)")
     target = model_dir(name)
     if is_prepared(name) and not force:
         return target
@@ -133,8 +134,8 @@ def resolve(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if (path / "config.json").exists():
         return path
-    raise FileNotFoundError(f"{name_or_path!r} is neither a zoo model ({', '.join(ZOO)}) "
-                            "nor a folder with config.json")
+    raise ConfigError(f"model {name_or_path!r} is neither a zoo model ({', '.join(ZOO)}) nor a folder with "
+                      "config.json")
 
 
 def load_tokenizer(folder: Path):

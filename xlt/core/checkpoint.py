@@ -39,10 +39,12 @@ def load_model_state(model: torch.nn.Module, folder: Path) -> None:
 
 
 def save_training(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler,
-                  trainer_state: dict) -> None:
+                  trainer_state: dict, rng_states: list[torch.Tensor] | None = None) -> None:
+    """``rng_states``: the torch RNG state of every process (rank order); default: this process's."""
     model_state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     opt = optimizer.state_dict()
-    tensors = {"rng.torch": torch.get_rng_state()}
+    states = rng_states if rng_states is not None else [torch.get_rng_state()]
+    tensors = {"rng.torch": states[0].clone(), **{f"rng.torch.{rank}": s for rank, s in enumerate(states)}}
     for idx, param_state in opt["state"].items():
         for key, value in param_state.items():
             tensors[f"state.{idx}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
@@ -56,17 +58,18 @@ def save_training(folder: Path, model: torch.nn.Module, optimizer: torch.optim.O
     _atomic_dir(folder, write)
 
 
-def load_training(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler) -> dict:
-    """Restore model, optimizer, scheduler and the torch RNG; return the trainer state dict."""
+def load_training(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler,
+                  rank: int = 0) -> dict:
+    """Restore model, optimizer, scheduler and this process's torch RNG; return the trainer state dict."""
     load_model_state(model, folder)
     meta = json.loads((folder / "trainer_state.json").read_text())
     tensors = load_file(str(folder / "optimizer.safetensors"))
     state: dict[int, dict] = {}
     for name, value in tensors.items():
-        if name.startswith("state."):
+        if name.startswith("state.") and not name.startswith("state.rng"):
             _, idx, key = name.split(".", 2)
             state.setdefault(int(idx), {})[key] = value
     optimizer.load_state_dict({"state": state, "param_groups": meta.pop("param_groups")})
     scheduler.load_state_dict(meta.pop("scheduler"))
-    torch.set_rng_state(tensors["rng.torch"])
+    torch.set_rng_state(tensors.get(f"rng.torch.{rank}", tensors["rng.torch"]))
     return meta
