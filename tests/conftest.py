@@ -35,6 +35,52 @@ def write_conll(path: Path, rows) -> None:
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
+NLI = [("a man plays music", "a person plays music", "entailment"),
+       ("the weather is cold in berlin", "it is warm in berlin", "contradiction"),
+       ("set an alarm for the morning", "the alarm is for tomorrow", "neutral"),
+       ("remind me to call mom", "call mom", "entailment"),
+       ("show all reminders", "no reminders are shown", "contradiction"),
+       ("play music at 7 pm", "music plays in the evening", "neutral")]
+PAWS = [("the alarm is set for 7 am", "for 7 am the alarm is set", "1"),
+        ("music in berlin", "berlin in music", "0"),
+        ("remind me tomorrow", "tomorrow remind me", "1"),
+        ("the weather for the morning", "the morning for the weather", "0")]
+NER = [("Anna lives in Berlin", "B-PER O O B-LOC"), ("Queen played in Paris today", "B-ORG O O B-LOC O"),
+       ("the Berlin Music Club", "O B-ORG I-ORG I-ORG"), ("Tom and Anna", "B-PER O B-PER")]
+NER_DE = [("Anna wohnt in Berlin", "B-PER O O B-LOC"), ("Queen spielte in Paris", "B-ORG O O B-LOC")]
+POS = [("Anna lives in Berlin", "PROPN VERB ADP PROPN"), ("set an alarm for me", "VERB DET NOUN ADP PRON"),
+       ("the weather is cold", "DET NOUN AUX ADJ"), ("play all music", "VERB DET NOUN")]
+POS_DE = [("Anna wohnt in Berlin", "PROPN VERB ADP PROPN"), ("das Wetter ist kalt", "DET NOUN AUX ADJ")]
+
+
+def write_tsv(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join("\t".join(r) + "\r\n" for r in rows), encoding="utf-8")
+
+
+def write_tagged(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blocks = ["".join(f"{w}\t{t}\n" for w, t in zip(text.split(), tags.split())) for text, tags in rows]
+    path.write_text("\n".join(blocks), encoding="utf-8")
+
+
+def write_task_data(root: Path) -> None:
+    """Miniature XNLI / PAWS-X / PAN-X / UD POS folders in the shared data layout (en train, en + de eval)."""
+    write_tsv(root / "nli-en" / "snli.tsv", NLI * 5)
+    write_tsv(root / "nli-en" / "sick.tsv", NLI[:3] * 2)
+    write_tsv(root / "pawsx" / "train-en.tsv", PAWS * 8)
+    for split in ("dev", "test"):
+        for lang in ("en", "de"):
+            write_tsv(root / "xnli" / f"{split}-{lang}.tsv", NLI)
+            write_tsv(root / "pawsx" / f"{split}-{lang}.tsv", PAWS)
+    write_tagged(root / "panx" / "train-en.tsv", NER * 8)
+    write_tagged(root / "panx" / "dev-en.tsv", NER + NER)
+    write_tagged(root / "panx" / "dev-de.tsv", NER_DE)
+    write_tagged(root / "udpos" / "train-en.tsv", POS * 8)
+    write_tagged(root / "udpos" / "dev-en.tsv", POS + POS)
+    write_tagged(root / "udpos" / "test-de.tsv", POS_DE)
+
+
 @pytest.fixture(scope="session")
 def xlt_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("xlt_home")
@@ -59,6 +105,7 @@ def tiny_data(tmp_path_factory) -> Path:
     for lang, eval_rows in EVAL.items():
         write_conll(d / f"{lang}.valid.conll", eval_rows)
         write_conll(d / f"{lang}.test.conll", eval_rows)
+    write_task_data(root)
     return root
 
 

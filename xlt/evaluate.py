@@ -48,8 +48,11 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
     per_lang, test_time = {}, {}
     for lang in langs:
         examples = ctx.load_split(lang, split)
+        split_before = run.split_inputs
         preds = method.predict(run, examples, lang, test_time.setdefault(lang, {}), shard)
         per_lang[lang] = task.score(examples, preds)
+        if run.split_inputs > split_before:  # over-long inputs predicted in pieces (never truncated)
+            per_lang[lang]["inputs_split"] = run.split_inputs - split_before
     source = cfg.data.source_lang
     targets = [lang for lang in langs if lang != source]
     summary = {}

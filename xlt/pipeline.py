@@ -128,7 +128,8 @@ def load_encoder_weights(encoder: torch.nn.Module, folder: str) -> dict:
     if not path.exists():
         raise ConfigError(f"model.init_from: {path} not found")
     state = load_file(str(path))
-    if any(k.startswith("encoder.") for k in state):
+    # a task model stores its encoder under "encoder." (an HF encoder has "encoder.layer.*" too, hence embeddings)
+    if any(k.startswith("encoder.embeddings.") for k in state):
         state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
     own = encoder.state_dict()
     missing = sorted(set(own) - set(state))
@@ -170,12 +171,37 @@ class TrainedRun:
     ctx: RunContext
     method: Method
     pad: int
+    split_inputs: int = 0  # examples split into pieces because they exceed the encoder's positions
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.model.encoder.config.max_position_embeddings)
 
     def predict(self, examples: list, accelerator=None) -> list:
-        items, _ = encode_examples(self.ctx.task, self.tokenizer, examples, self.labels, None)
+        """Predictions for ``examples``; one longer than the encoder takes is split by the task into pieces that fit
+        (their predictions joined; counted in ``split_inputs``), or is an error naming it."""
+        task = self.ctx.task
+        pieces, owners = [], []
+        for i, e in enumerate(examples):
+            parts = [e]
+            if len(task.encode(self.tokenizer, e, self.labels).input_ids) > self.max_tokens:
+                parts = task.split_long(e, self.tokenizer, self.max_tokens)
+                if parts is None:
+                    raise DataError(f"{e.origin}: longer than the encoder's {self.max_tokens} positions, and task "
+                                    f"{task.name} cannot split it")
+                self.split_inputs += 1
+            pieces += parts
+            owners += [i] * len(parts)
+        items, _ = encode_examples(task, self.tokenizer, pieces, self.labels, None)
         device = accelerator.device if accelerator is not None else "cpu"
-        return predict(self.model, self.ctx.task, self.labels, items, self.pad, self.ctx.cfg.train.eval_batch_size,
-                       device, accelerator)
+        preds = predict(self.model, task, self.labels, items, self.pad, self.ctx.cfg.train.eval_batch_size, device,
+                        accelerator)
+        if len(pieces) == len(examples):
+            return preds
+        grouped: list[list] = [[] for _ in examples]
+        for owner, p in zip(owners, preds):
+            grouped[owner].append(p)
+        return [g[0] if len(g) == 1 else task.join_predictions(g) for g in grouped]
 
 
 def load_trained(run_dir: Path, cfg: RunConfig | None = None, which: str = "best") -> TrainedRun:

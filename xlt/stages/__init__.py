@@ -1,20 +1,73 @@
-"""Pre-training stages (``xlt pretrain``): recipes with phases that produce a new encoder before fine-tuning."""
+"""Pre-training stages (``xlt pretrain CONFIG``): recipes with phases that produce a new encoder before fine-tuning.
+
+A stage is one class in one file of this package (found automatically).  It owns its objectives (loss modules with
+their own heads, ``xlt.losses``), makes their batches from the stage's corpora, and evaluates held-out text.  A
+phase (``phases:`` in the config) runs objectives in turn (one batch each, losses scaled by their weights) with
+only the parameters matching its ``trainable`` patterns updated, on the SAME loop as fine-tuning
+(``xlt.core.loop``: checkpoints, exact resume, progress bar, JSONL metrics).  The result is an ordinary Hugging
+Face folder ``RUN_DIR/model`` (full vocabulary; extra modules such as an MLM head beside it as safetensors + JSON)
+that fine-tuning takes as ``model.name=RUN_DIR/model`` or ``model.init_from=RUN_DIR/model``.
+"""
 from __future__ import annotations
 
+import fnmatch
+import json
+import shutil
+from pathlib import Path
 from typing import Any, ClassVar
 
+import torch
+from torch import nn
+
 from xlt.registry import Registry
+
+
+class PretrainModel(nn.Module):
+    """The encoder and the stage's objectives; ``forward(batch)`` runs ``batch["objective"]``."""
+
+    def __init__(self, encoder: nn.Module, objectives: dict[str, nn.Module]) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.objectives = nn.ModuleDict(objectives)
+
+    def forward(self, batch: dict) -> dict[str, torch.Tensor]:
+        return self.objectives[batch["objective"]](self.encoder, batch)
 
 
 class Stage:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    Options: ClassVar[type] = dict
+    paper: ClassVar[str] = ""
+    Options: ClassVar[type] = dict  # a dataclass filled from the config's ``options:`` section
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__ and cls.name:
             STAGES.add(cls.name, cls)
+
+    def __init__(self, cfg, tokenizer, corpus, trim) -> None:
+        self.cfg, self.options, self.tokenizer, self.corpus, self.trim = cfg, cfg.options, tokenizer, corpus, trim
+
+    def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
+        raise NotImplementedError
+
+    def batches(self, phase, epoch: int) -> list[list[int]]:
+        """The global batches of one epoch of a phase (indices into the stage's training sequences)."""
+        raise NotImplementedError
+
+    def make_batch(self, objective: str, indices: list[int], step: int, rank: int) -> dict:
+        raise NotImplementedError
+
+    def count(self, indices: list[int]) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def evaluate(self, model: PretrainModel, accelerator) -> tuple[dict, float]:
+        """Held-out metrics and a selection value (higher is better)."""
+        raise NotImplementedError
+
+    def export(self, model: PretrainModel, folder: Path) -> dict:
+        """Write extra modules (heads) beside the encoder; returns what was written, for the stage's JSON."""
+        return {}
 
 
 STAGES: Registry[type[Stage]] = Registry("stage", "xlt.stages")
@@ -24,5 +77,143 @@ def get_stage(name: str) -> type[Stage]:
     return STAGES.get(name)
 
 
-def run_stage(cfg, resume: bool = False):
-    raise NotImplementedError
+def set_trainable(model: nn.Module, patterns: list[str]) -> dict:
+    """requires_grad = name matches one of the fnmatch ``patterns``; a pattern matching nothing is an error."""
+    from xlt.errors import ConfigError
+
+    names = [n for n, _ in model.named_parameters()]
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
+            raise ConfigError(f"phases[].trainable: pattern {pattern!r} matches no parameter (names start with "
+                              f"{sorted({n.split('.')[0] + '.' + n.split('.')[1] for n in names})})")
+    counts = {"trainable": 0, "frozen": 0}
+    for name, p in model.named_parameters():
+        p.requires_grad_(any(fnmatch.fnmatchcase(name, pat) for pat in patterns))
+        counts["trainable" if p.requires_grad else "frozen"] += p.numel()
+    return counts
+
+
+def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = None) -> Path:
+    """Run (or resume) every phase of a stage; returns the exported encoder folder ``RUN_DIR/model``.
+    ``stop_after=(phase index, steps)``: leave as if interrupted there (tests)."""
+    from accelerate import Accelerator, DistributedDataParallelKwargs
+    from accelerate.utils import set_seed
+
+    from xlt import zoo
+    from xlt.config import save_config
+    from xlt.core import checkpoint
+    from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, run_loop
+    from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids
+    from xlt.data.corpora import load_corpus
+    from xlt.train import check_run_dir
+
+    run_dir = cfg.run_dir
+    if not resume or not (run_dir / "config.yaml").exists():
+        check_run_dir(run_dir, resume=False)
+    objectives_used = {o for p in cfg.phases for o in p.objectives}
+    accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(
+        find_unused_parameters=len(objectives_used) > 1)])
+    configure_threads(cfg.threads, accelerator.num_processes)
+    set_seed(cfg.seed)
+    folder = zoo.resolve(cfg.model.name)
+    tokenizer = prepare_tokenizer(zoo.load_tokenizer(folder))
+    corpus = load_corpus(cfg.corpus, tokenizer, folder / "tokenizer.json", zoo.xlt_home() / "corpora")
+    trim = None
+    if cfg.model.trim_vocab:
+        trim = VocabTrim.from_ids(corpus.train + corpus.heldout, special_ids(tokenizer))
+        corpus.train = [trim.map_ids(s) for s in corpus.train]
+        corpus.heldout = [trim.map_ids(s) for s in corpus.heldout]
+    encoder, _, _ = zoo.load_encoder(cfg.model.name)
+    if trim is not None:
+        encoder.set_input_embeddings(trim.trim_embedding(encoder.get_input_embeddings()))
+    stage = get_stage(cfg.stage)(cfg, tokenizer, corpus, trim)
+    objective_modules = stage.objectives(encoder)
+    unknown = objectives_used - set(objective_modules)
+    if unknown:
+        from xlt.errors import ConfigError
+        raise ConfigError(f"phases[].objectives: stage {cfg.stage} has no objective {sorted(unknown)} (it has "
+                          f"{sorted(objective_modules)})")
+    model = PretrainModel(encoder, objective_modules)
+    report = {"corpus": corpus.report, "vocab_kept": len(trim.kept) if trim else None, "phases": []}
+    if accelerator.is_main_process:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_config(cfg, run_dir / "config.yaml")
+    for i, phase in enumerate(cfg.phases):
+        phase_dir = run_dir / f"phase{i + 1}-{phase.name}"
+        final = phase_dir / "final"
+        counts = set_trainable(model, phase.trainable)
+        if not (final / "model.safetensors").exists():
+            objectives = list(phase.objectives)
+
+            def make_batch(idx, step, objectives=objectives):
+                objective = objectives[step % len(objectives)]  # one batch of each objective in turn
+                return stage.make_batch(objective, idx, step, accelerator.process_index)
+
+            def loss(m, batch, weights=phase.objectives):
+                parts = m(batch)
+                return {**parts, "loss": weights[batch["objective"]] * parts["loss"]}
+
+            hooks = LoopHooks(batches=lambda epoch, phase=phase: stage.batches(phase, epoch),
+                              make_batch=lambda idx, step: _to(make_batch(idx, step), accelerator.device),
+                              loss=loss, evaluate=lambda m: stage.evaluate(m, accelerator), count=stage.count)
+            settings = LoopSettings(phase.steps, phase.lr, phase.weight_decay, phase.warmup_ratio, phase.grad_clip,
+                                    phase.eval_every, 0, f"{phase.name}")
+            if accelerator.is_main_process:
+                phase_dir.mkdir(parents=True, exist_ok=True)
+            stop = stop_after[1] if stop_after and stop_after[0] == i else None
+            summary = run_loop(accelerator, model, settings, hooks, phase_dir,
+                               resume and (phase_dir / "last").exists(), stop)
+            if summary is None:
+                return run_dir / "model"
+            model = accelerator.unwrap_model(model)
+            if accelerator.is_main_process:
+                checkpoint.save_model(model, final)
+                (phase_dir / "summary.json").write_text(json.dumps({**summary, "parameters": counts}, indent=1))
+                shutil.rmtree(phase_dir / "last", ignore_errors=True)
+            accelerator.wait_for_everyone()
+        checkpoint.load_model_state(model, final)  # the phase's last state (also after a resume)
+        log = [json.loads(x) for x in (phase_dir / "metrics.jsonl").read_text().splitlines()]
+        report["phases"].append({"name": phase.name, "steps": phase.steps, "objectives": phase.objectives,
+                                 "trainable": phase.trainable, "parameters": counts, "final_eval": log[-1],
+                                 "summary": json.loads((phase_dir / "summary.json").read_text())})
+    out = run_dir / "model"
+    if accelerator.is_main_process:
+        extras = _export(cfg, model, stage, trim, folder, out)
+        report["export"] = {"folder": str(out), **extras}
+        (run_dir / "results.json").write_text(json.dumps({"stage": cfg.stage, **report}, indent=1,
+                                                         ensure_ascii=False))
+    accelerator.wait_for_everyone()
+    return out
+
+
+def _to(batch: dict, device) -> dict:
+    from xlt.core.batching import to_device
+    return to_device(batch, device)
+
+
+def _export(cfg, model: PretrainModel, stage: Stage, trim, base: Path, out: Path) -> dict:
+    """An ordinary HF folder over the FULL vocabulary: trained embedding rows scattered back into the pretrained
+    matrix (rows of ids the corpora never used stay as they were), the base model's tokenizer files, and the stage's
+    extra modules."""
+    from xlt import zoo
+
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    encoder = model.encoder
+    if trim is not None:
+        full_encoder, _, _ = zoo.load_encoder(cfg.model.name)
+        full = full_encoder.get_input_embeddings()
+        full.weight.data = trim.untrim_into(encoder.get_input_embeddings().weight.data, full.weight.data)
+        full_encoder.load_state_dict({k: v for k, v in encoder.state_dict().items()
+                                      if not k.startswith("embeddings.word_embeddings")}, strict=False)
+        encoder = full_encoder
+    encoder.save_pretrained(str(tmp), safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (base / name).exists():
+            shutil.copyfile(base / name, tmp / name)
+    extras = stage.export(model, tmp)
+    (tmp / "xlt_stage.json").write_text(json.dumps({"stage": cfg.stage, "base_model": cfg.model.name,
+                                                    "phases": [p.name for p in cfg.phases], **extras}, indent=1))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return extras

@@ -94,6 +94,15 @@ class Task:
         ``direct`` is the model's own prediction on ``original`` when ``back_projection_fallback`` is set."""
         raise NotImplementedError
 
+    # -- inputs longer than the model takes ----------------------------------------------------------------------
+    def split_long(self, example, tokenizer, limit: int) -> list | None:
+        """Pieces of an example whose encoding exceeds ``limit`` sub-tokens, each within it (None: the task cannot
+        split; the caller reports an error).  Predictions of the pieces are joined by ``join_predictions``."""
+        return None
+
+    def join_predictions(self, predictions: list) -> Any:
+        raise NotImplementedError
+
     # -- raw text in, JSON out -----------------------------------------------------------------------------------
     def from_text(self, text: str, lang: str, origin: str, labels: Labels) -> Any: raise NotImplementedError
     def to_json(self, example, prediction) -> dict: raise NotImplementedError

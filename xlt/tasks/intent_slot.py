@@ -8,7 +8,7 @@ Slots cross a translation by BIO span projection (``xlt.align.project``); the in
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from seqeval.metrics import f1_score
@@ -20,14 +20,14 @@ from xlt.core.batching import IGNORE, Encoded
 from xlt.data.records import UNKNOWN_TAG, Utterance
 from xlt.models import pool
 from xlt.tasks import Labels, Links, Task
-from xlt.tasks.words import encode_words, token_cross_entropy, word_argmax, word_label_tensor
+from xlt.tasks.words import cross_entropy, encode_words, token_cross_entropy, word_argmax, word_label_tensor
 
 
 @dataclass
 class IntentSlotPrediction:
     intent: str
     tags: list[str]  # one BIO tag per word
-    intent_probs: torch.Tensor | None = None
+    intent_probs: torch.Tensor | None = field(default=None, compare=False)
 
 
 class IntentSlotHeads(nn.Module):
@@ -94,7 +94,7 @@ class IntentSlot(Task):
 
     def loss(self, out: dict, batch: dict) -> dict[str, torch.Tensor]:
         """Cross-entropy on intents + token-level cross-entropy on label-carrying sub-tokens (others ignored)."""
-        intent = nn.functional.cross_entropy(out["intent_logits"], batch["intent_labels"], ignore_index=IGNORE)
+        intent = cross_entropy(out["intent_logits"], batch["intent_labels"])
         slot = token_cross_entropy(out["slot_logits"], batch["slot_labels"])
         return {"loss": intent + slot, "intent_loss": intent.detach(), "slot_loss": slot.detach()}
 

@@ -6,7 +6,7 @@ translated; the label is copied across a translation (no word alignment is neede
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -16,6 +16,7 @@ from xlt.core.batching import IGNORE, Encoded
 from xlt.data.records import UNKNOWN_TAG, SentencePair
 from xlt.models import pool
 from xlt.tasks import Labels, Links, Task
+from xlt.tasks.words import cross_entropy
 
 PAIR_SEPARATOR = " ||| "  # raw input of `xlt predict`: "sentence one ||| sentence two" (or a TAB)
 
@@ -23,7 +24,7 @@ PAIR_SEPARATOR = " ||| "  # raw input of `xlt predict`: "sentence one ||| senten
 @dataclass
 class ClassPrediction:
     label: str
-    probs: torch.Tensor | None = None
+    probs: torch.Tensor | None = field(default=None, compare=False)
 
 
 class ClassificationHead(nn.Module):
@@ -64,7 +65,7 @@ class PairClassification(Task):
         return ClassificationHead(hidden_size, len(labels["classes"]), pooling, dropout)
 
     def loss(self, out: dict, batch: dict) -> dict[str, torch.Tensor]:
-        loss = nn.functional.cross_entropy(out["logits"], batch["labels"], ignore_index=IGNORE)
+        loss = cross_entropy(out["logits"], batch["labels"])
         return {"loss": loss, "class_loss": loss.detach()}
 
     def decode(self, out: dict, batch: dict, labels: Labels) -> list[ClassPrediction]:

@@ -47,10 +47,17 @@ def word_label_tensor(items: list[Encoded], key: str, seq_len: int) -> torch.Ten
     return out
 
 
+def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """logits (N, C), labels (N,) with IGNORE -> mean cross-entropy over labelled rows; 0 (not NaN) when no row is
+    labelled (a translated side whose labels were all lost), so such a batch teaches nothing instead of NaN."""
+    if not bool((labels != IGNORE).any()):
+        return logits.sum() * 0.0
+    return torch.nn.functional.cross_entropy(logits, labels, ignore_index=IGNORE)
+
+
 def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """logits (B, T, C), labels (B, T) with IGNORE -> mean cross-entropy over labelled sub-tokens."""
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                             ignore_index=IGNORE)
+    return cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
 def word_argmax(logits: torch.Tensor, batch: dict) -> list[list[int]]:
@@ -60,3 +67,19 @@ def word_argmax(logits: torch.Tensor, batch: dict) -> list[list[int]]:
     ids = word_logits.argmax(-1).cpu()
     counts = batch["word_mask"].sum(1).tolist()
     return [ids[b, :n].tolist() for b, n in enumerate(counts)]
+
+
+def word_windows(tokenizer, words: list[str], limit: int) -> list[tuple[int, int]]:
+    """(start, end) word ranges, in order, whose encodings (with the special tokens) fit in ``limit`` sub-tokens."""
+    specials = len(tokenizer.encode([], is_pretokenized=True).ids)
+    sizes = [len(tokenizer.encode([w], is_pretokenized=True).ids) - specials for w in words]
+    windows, start, used = [], 0, 0
+    for i, size in enumerate(sizes):
+        if size + specials > limit:
+            raise DataError(f"word {i + 1} ({words[i][:20]!r}...) alone is {size} sub-tokens, over the model's limit")
+        if used + size + specials > limit:
+            windows.append((start, i))
+            start, used = i, 0
+        used += size
+    windows.append((start, len(words)))
+    return windows

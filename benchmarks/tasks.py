@@ -1,0 +1,140 @@
+"""Benchmark: XNLI, PAWS-X, PAN-X and UD POS through the methods, and FILTER at equal steps on MTOD es.
+
+Budget (multilingual-e5-small, frozen embeddings, batch 32, checkpoint chosen on the ENGLISH dev set):
+- learning rate: chosen per task on the English dev set from {1e-4, 3e-4} (300-step probes; no test data read);
+- zero-shot and translate-train: 1000 steps x 32; XeroAlign, FILTER, FILTER + self-teaching: 500 steps x 32 pairs
+  (the same number of sentences: regime ``equal_sentences``); translate-test scores the zero-shot models;
+- translations: Apertium eng<->spa (es is the one target language of all four tasks with MT here);
+- FILTER at equal steps: FILTER and FILTER + self-teaching at 1000 steps on MTOD es (``filter-equal-steps.json``).
+
+    python benchmarks/tasks.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
+    python benchmarks/tasks.py --collect        # only rewrite the results from finished runs
+
+Runs are resumable; each job runs in its own process (its peak RSS is its own); the results are rewritten after each
+job: benchmarks/results/{xnli,pawsx,panx,udpos,filter-equal-steps}.{json,md}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+RUNS = HERE / "runs"
+TASKS = ("panx", "udpos", "xnli", "pawsx")
+LRS = ("1e-4", "3e-4")
+ES = ["translation.translator=apertium", "translation.languages=[es]", "data.eval_langs=[en,es]"]
+PAIRED = ["train.max_steps=500", "train.eval_every=125"]
+
+
+def job_spec(name: str) -> tuple[str, list[str], bool]:
+    """job name -> (shipped config, overrides, evaluate on test?); {seed} and {lr} are filled in by run_job."""
+    if name.startswith("mtod-"):
+        steps = ["train.max_steps=1000", "train.eval_every=250"]
+        if name == "mtod-filter-es-1000":
+            return "mtod-filter-es", steps, True
+        return "mtod-filter-self-teaching-es", steps + [f"options.teacher={RUNS}/mtod-filter-es-1000-seed{{seed}}"], True
+    task, rest = name.split("-", 1)
+    config = f"{task}-zero-shot"
+    if rest.startswith("lr"):  # hyper-parameter probe on the English dev set only
+        lr = rest[2:].removesuffix("-probe")
+        return config, [f"train.lr={lr}", "train.max_steps=300", "train.eval_every=100", "data.eval_langs=[en]"], False
+    lr = ["train.lr={lr}"]
+    return config, lr + {
+        "zero-shot": [],
+        "translate-train-es": ["train.method=translate_train", *ES],
+        "xeroalign-es": ["train.method=xeroalign", *ES, *PAIRED],
+        "filter-es": ["train.method=filter", *ES, *PAIRED],
+        "filter-self-teaching-es": ["train.method=filter_self_teaching", *ES, *PAIRED,
+                                    f"options.teacher={RUNS}/{task}-filter-es-seed{{seed}}"],
+    }[rest], True
+
+
+def chosen_lr(task: str) -> str:
+    """The learning rate whose probe reached the best English dev selection value (ties: the smaller)."""
+    best = None
+    for lr in LRS:
+        log = RUNS / f"{task}-lr{lr}-probe-seed1" / "metrics.jsonl"
+        if not log.exists():
+            raise SystemExit(f"{task}: run the learning-rate probes first ({log} missing)")
+        value = max(json.loads(line)["selection_value"] for line in log.read_text().splitlines())
+        if best is None or value > best[1]:
+            best = (lr, value)
+    return best[0]
+
+
+def run_job(name: str, seed: int, data_dir: str) -> Path:
+    from xlt.config import find_config, load_config
+    from xlt.evaluate import evaluate_run
+    from xlt.train import clean_checkpoint, train
+
+    config, extra, evaluate = job_spec(name)
+    lr = chosen_lr(name.split("-", 1)[0]) if any("{lr}" in e for e in extra) else ""
+    cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}",
+                                             f"name={name}-seed{seed}", f"output_dir={RUNS}",
+                                             *[e.format(seed=seed, lr=lr) for e in extra]])
+    done = cfg.run_dir / ("results.json" if evaluate else "train_summary.json")
+    if not done.exists():
+        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
+            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
+        train(cfg, resume=(cfg.run_dir / "last").exists())
+        if evaluate:
+            evaluate_run(cfg.run_dir)
+        clean_checkpoint(cfg.run_dir)  # a FILTER teacher needs only best/
+    if name.endswith("-zero-shot") and not (cfg.run_dir / "results-translate-test-es.json").exists():
+        evaluate_run(cfg.run_dir, ["es"], "test", "translate_test", ["translation.translator=apertium"],
+                     "translate-test-es")
+    return cfg.run_dir
+
+
+def queue(seeds: list[int]) -> list[tuple[str, int]]:
+    """Every comparison on seed 1 first (NER and POS, whose self-teaching question is open, before XNLI and
+    PAWS-X), then the other seeds."""
+    q = [(f"{t}-lr{lr}-probe", 1) for t in TASKS for lr in LRS]
+    methods = ["zero-shot", "filter-es", "filter-self-teaching-es", "translate-train-es", "xeroalign-es"]
+    for seed in seeds:
+        q += [(f"{t}-zero-shot", seed) for t in TASKS]
+        q += [(f"{t}-{m}", seed) for t in TASKS for m in methods[1:]]
+        q += [("mtod-filter-es-1000", seed), ("mtod-filter-self-teaching-es-1000", seed)]
+    return q
+
+
+def collect(strict: bool) -> None:
+    import importlib
+
+    sys.path.insert(0, str(HERE))
+    try:
+        importlib.reload(importlib.import_module("tasks_report")).collect(RUNS, HERE / "results")
+    except Exception as err:  # a reporting bug must not stop hours of training; --collect re-raises
+        if strict:
+            raise
+        print(f"collecting results failed: {err!r}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--only", nargs="+", help="job names (e.g. panx-zero-shot); run on every requested seed")
+    ap.add_argument("--collect", action="store_true", help="only rewrite results from the finished runs")
+    ap.add_argument("--job", nargs=2, metavar=("NAME", "SEED"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.job:
+        run_job(args.job[0], int(args.job[1]), args.data_dir)
+        return
+    if not args.collect:
+        jobs = [(j, s) for s in args.seeds for j in args.only] if args.only else queue(args.seeds)
+        for job, seed in jobs:
+            print(f"== {job} seed {seed}", flush=True)
+            done = subprocess.run([sys.executable, __file__, "--data-dir", args.data_dir, "--job", job, str(seed)])
+            if done.returncode != 0:
+                print(f"!! {job} seed {seed} failed (exit {done.returncode}); going on", flush=True)
+            collect(strict=False)
+    collect(strict=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Collect the runs of benchmarks/tasks.py into results/{xnli,pawsx,panx,udpos}.json (+ .md) and
+results/filter-equal-steps.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md."""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+TASK_OF = {"xnli": "pair_classification", "pawsx": "pair_classification", "panx": "token_classification",
+           "udpos": "token_classification"}
+METHODS = {"zero-shot": "zero_shot", "translate-train-es": "translate_train", "xeroalign-es": "xeroalign",
+           "filter-es": "filter", "filter-self-teaching-es": "filter_self_teaching"}
+ORDER = ["zero_shot", "translate_train", "translate_test", "xeroalign", "filter", "filter_self_teaching"]
+NOTES = {
+    "common": "multilingual-e5-small, frozen embeddings, batch 32, checkpoint chosen on the ENGLISH dev set "
+              "(FILTER: English dev + its Apertium MT); learning rate chosen per task on the English dev set from "
+              "{1e-4, 3e-4} by 300-step probes (lr_selection). zero_shot and translate_train: 1000 steps x 32; "
+              "xeroalign, filter, filter_self_teaching: 500 steps x 32 pairs (equal sentences, regime "
+              "equal_sentences); translate_test scores the zero_shot models through Apertium spa->eng. "
+              "Translations: Apertium eng<->spa. filter: m=1 local, k=5 fusion layers, lambda=1; "
+              "filter_self_teaching: lambda=0.5, KL weight 0.5, teacher = the filter run of the same seed (its "
+              "cost excludes the teacher's). Mean and std over the seeds present (n_seeds in the .md tables).",
+    "panx": "PAN-X: the shared data has no target test sets: target-language DEV sets serve as test sets; the "
+            "English dev set is cut in two: first half = selection set, second half = English test. Inputs "
+            "longer than the encoder's 512 positions (PAN-X ja/zh dev) are predicted in word windows and joined "
+            "(inputs_split), never truncated. NER labels cross a translation by BIO span projection (eflomal).",
+    "udpos": "UD POS: English dev cut in two (first half selects, second half is English test; no English test "
+             "file here). POS tags cross a translation through one-to-one alignment links only; translate-test "
+             "fills unlinked target words with the model's direct prediction (fallback share in the run folders).",
+    "xnli": "XNLI: trained on English SNLI dev+test and SICK (29,506 pairs; the shared data has no MNLI); test = "
+            "XNLI test with gold labels, 5,010 pairs per language.",
+    "pawsx": "PAWS-X: trained on 8,570 English PAWS-Wiki pairs sentence-disjoint from PAWS-X dev/test; test = "
+             "PAWS-X test with labels, 2,000 pairs per language.",
+}
+
+
+def _git_commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).parent).stdout.strip()
+
+
+def _rows_of(results: dict, method: str, task: str, lr: str | None) -> list[dict]:
+    ts = results.get("train_summary", {})
+    out = []
+    for lang, m in results["per_language"].items():
+        row = {"method": method, "task": task, "dataset": results["dataset"], "lang": lang, "seed": results["seed"],
+               "regime": "equal_sentences", **{k: round(m[k], 4) for k in results["metrics"]}, "n_test": m["n"],
+               "steps": ts.get("step"), "best_step": results.get("best_step"),
+               "train_sentences": ts.get("train_sentences"), "train_seconds": round(ts.get("train_seconds", 0), 1),
+               "tokens_per_second": round(ts.get("tokens_per_second", 0), 1),
+               "seconds_per_step": round(ts.get("seconds_per_step", 0), 3),
+               "peak_rss_mb": round(ts.get("peak_rss_mb", 0)), "lr": lr}
+        if "inputs_split" in m:
+            row["inputs_split"] = m["inputs_split"]
+        out.append(row)
+    return out
+
+
+def _lr_selection(runs: Path, task: str) -> list[dict]:
+    out = []
+    for log in sorted(runs.glob(f"{task}-lr*-probe-seed1/metrics.jsonl")):
+        records = [json.loads(line) for line in log.read_text().splitlines()]
+        best = max(records, key=lambda r: r["selection_value"])
+        out.append({"lr": log.parent.name.split("-lr")[1].split("-probe")[0], "steps": records[-1]["step"],
+                    "best_english_dev_selection_value": round(best["selection_value"], 4),
+                    "best_step": best["step"]})
+    return out
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return ""
+    mean = 100 * statistics.mean(values)
+    return f"{mean:.1f} ± {100 * statistics.stdev(values):.1f}" if len(values) > 1 else f"{mean:.1f}"
+
+
+def _markdown(name: str, rows: list[dict], metrics: list[str], notes: str) -> str:
+    main = metrics[0]
+    methods = [m for m in ORDER if any(r["method"] == m for r in rows)]
+    langs = list(dict.fromkeys(r["lang"] for r in rows))
+    lines = [f"# {name}", "", notes, "", f"{main} (mean ± std over seeds; n = seeds)", "",
+             "| lang | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    for lang in langs:
+        cells = []
+        for m in methods:
+            vals = [r[main] for r in rows if r["method"] == m and r["lang"] == lang]
+            cells.append(f"{_mean_std(vals)} (n={len(vals)})" if vals else "")
+        lines.append(f"| {lang} | " + " | ".join(cells) + " |")
+    zs = [r for r in rows if r["method"] == "zero_shot"]
+    targets = sorted({r["lang"] for r in zs} - {"en"})
+    if zs and targets:
+        per_seed = {}
+        for seed in sorted({r["seed"] for r in zs}):
+            mine = {r["lang"]: r[main] for r in zs if r["seed"] == seed}
+            if set(targets) <= set(mine) and "en" in mine:
+                avg = statistics.mean(mine[t] for t in targets)
+                per_seed[seed] = (avg, mine["en"] - avg)
+        if per_seed:
+            lines += ["", f"zero-shot target average over {len(targets)} languages: "
+                      f"{_mean_std([v[0] for v in per_seed.values()])}; transfer gap (en - target average): "
+                      f"{_mean_std([v[1] for v in per_seed.values()])} ({len(per_seed)} seeds)"]
+    if len(metrics) > 1:
+        lines += ["", "All metrics per row: see the .json file."]
+    return "\n".join(lines) + "\n"
+
+
+def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: dict, metrics: list[str]) -> None:
+    out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "git_commit": _git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
+           "selection": "source-dev", "notes": notes, **extra, "rows": rows}
+    (results_dir / f"{name}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
+    (results_dir / f"{name}.md").write_text(_markdown(name, rows, metrics, notes))
+
+
+def collect(runs: Path, results_dir: Path) -> None:
+    for dataset, task in TASK_OF.items():
+        rows, metrics = [], None
+        lr_sel = _lr_selection(runs, dataset)
+        for run in sorted(runs.glob(f"{dataset}-*-seed*")):
+            key = run.name.split("-", 1)[1].rsplit("-seed", 1)[0]
+            if key not in METHODS or not (run / "results.json").exists():
+                continue
+            res = json.loads((run / "results.json").read_text())
+            metrics = res["metrics"]
+            lr = _lr_of(run)
+            rows += _rows_of(res, METHODS[key], task, lr)
+            tt = run / "results-translate-test-es.json"
+            if key == "zero-shot" and tt.exists():
+                rows += _rows_of({**json.loads(tt.read_text()), "train_summary": res["train_summary"]},
+                                 "translate_test", task, lr)
+        if rows:
+            rows.sort(key=lambda r: (ORDER.index(r["method"]), r["lang"] != "en", r["lang"], r["seed"]))
+            _write(results_dir, dataset, rows, NOTES["common"] + " " + NOTES[dataset], {"task": task,
+                   "lr_selection": lr_sel}, metrics)
+    rows = []
+    for run in sorted(runs.glob("mtod-*-1000-seed*")):
+        if (run / "results.json").exists():
+            res = json.loads((run / "results.json").read_text())
+            rows += _rows_of(res, res["method"], "intent_slot", _lr_of(run))
+    if rows:
+        for r in rows:
+            r["regime"] = "equal_steps"
+        _write(results_dir, "filter-equal-steps", rows,
+               "FILTER (m=1, k=5, lambda=1) and FILTER + self-teaching (lambda=0.5, KL 0.5, teacher = the 1000-step "
+               "filter run of the same seed) at 1000 steps x 32 pairs on MTOD es (Apertium both ways): the same "
+               "number of optimizer steps as the 1000-step translate-train and zero-shot runs of "
+               "translation.json (regime equal_steps; the paired runs see twice the sentences). multilingual-e5-"
+               "small, frozen embeddings, lr 3e-4, checkpoint chosen on English dev + its MT.", {"task": "intent_slot"},
+               ["intent_acc", "slot_f1", "semantic_acc"])
+
+
+def _lr_of(run: Path) -> str | None:
+    import yaml
+
+    cfg = run / "config.yaml"
+    return str(yaml.safe_load(cfg.read_text())["train"]["lr"]) if cfg.exists() else None

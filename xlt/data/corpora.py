@@ -1,0 +1,128 @@
+"""Plain-text corpora for pre-training stages: files of one sentence a line (``../shared/data/mono/{lang}/*.txt``,
+``parallel/en-{lang}/*.{en,lang}``), tokenized once into a cache (``$XLT_HOME/corpora``), keyed by the tokenizer
+file, the text file (path, size, modification time) and the settings, so a changed file is tokenized again.
+
+The last ``heldout_lines`` non-empty lines of each file are held out for evaluation and never trained on.  A line
+longer than ``max_length`` sub-tokens is split into pieces of at most that length (with the special tokens of each
+piece), counted in the report, never truncated.  Lines that are not UTF-8 are skipped and counted; a glob that
+matches no file, or a file without usable lines, is an error naming it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from xlt.config import CorpusConfig
+from xlt.data.readers import _lines
+from xlt.errors import DataError
+
+
+@dataclass
+class Corpus:
+    train: list[list[int]] = field(default_factory=list)  # id sequences with special tokens
+    heldout: list[list[int]] = field(default_factory=list)
+    report: dict = field(default_factory=dict)
+
+
+def corpus_files(cfg: CorpusConfig) -> list[Path]:
+    base = Path(cfg.data_dir)
+    if not cfg.files:
+        raise DataError("corpus.files is empty: name text files under corpus.data_dir (globs, e.g. mono/ja/*.txt)")
+    files = []
+    for pattern in cfg.files:
+        found = sorted(base.glob(pattern))
+        if not found:
+            raise DataError(f"{base / pattern}: no file matches (corpus.files, under corpus.data_dir={base})")
+        files += [f for f in found if f not in files]
+    return files
+
+
+def _pieces(ids: list[int], max_length: int, n_special: int) -> list[list[int]]:
+    """Split an encoded line (specials at both ends) into pieces of at most max_length, each with the specials."""
+    if len(ids) <= max_length:
+        return [ids]
+    head, body, tail = ids[:1], ids[1:len(ids) - (n_special - 1)], ids[len(ids) - (n_special - 1):]
+    size = max_length - n_special
+    return [head + body[i:i + size] + tail for i in range(0, len(body), size)]
+
+
+def _tokenize_file(path: Path, tokenizer, cfg: CorpusConfig) -> tuple[list[list[int]], list[list[int]], dict]:
+    lines, bad = [], 0
+    for number, line in _lines(path):
+        if line is None:
+            bad += 1
+        elif line.strip():
+            lines.append(line.strip())
+    if not lines:
+        raise DataError(f"{path}: no usable lines ({bad} not UTF-8)")
+    if len(lines) <= cfg.heldout_lines:
+        raise DataError(f"{path}: {len(lines)} lines, not more than corpus.heldout_lines={cfg.heldout_lines}")
+    heldout_lines = lines[len(lines) - cfg.heldout_lines:] if cfg.heldout_lines else []
+    train_lines = lines[:len(lines) - cfg.heldout_lines]
+    if cfg.max_lines:
+        train_lines = train_lines[:cfg.max_lines]
+    n_special = len(tokenizer.encode("").ids)
+    out, split = [], 0
+    for group in (train_lines, heldout_lines):
+        seqs = []
+        for enc in tokenizer.encode_batch(group):
+            pieces = _pieces(list(enc.ids), cfg.max_length, n_special)
+            split += len(pieces) > 1
+            seqs += pieces
+        out.append(seqs)
+    report = {"file": str(path), "lines": len(lines), "not_utf8_skipped": bad, "train_lines": len(train_lines),
+              "heldout_lines": len(heldout_lines), "lines_split_over_max_length": split,
+              "train_sequences": len(out[0]), "train_tokens": sum(map(len, out[0])),
+              "heldout_tokens": sum(map(len, out[1]))}
+    return out[0], out[1], report
+
+
+def _flat(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    ids = torch.tensor([i for s in seqs for i in s], dtype=torch.int32)
+    return ids, lengths
+
+
+def _unflat(ids: torch.Tensor, lengths: torch.Tensor) -> list[list[int]]:
+    out, start = [], 0
+    flat = ids.tolist()
+    for n in lengths.tolist():
+        out.append(flat[start:start + n])
+        start += n
+    return out
+
+
+def load_corpus(cfg: CorpusConfig, tokenizer, tokenizer_file: Path, cache_dir: Path) -> Corpus:
+    """Token id sequences of every corpus file (train / held-out), through the cache."""
+    corpus = Corpus(report={"files": []})
+    tok_hash = hashlib.sha1(Path(tokenizer_file).read_bytes()).hexdigest()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    for path in corpus_files(cfg):
+        stat = path.stat()
+        key = hashlib.sha1(json.dumps([tok_hash, str(path.resolve()), stat.st_size, stat.st_mtime_ns,
+                                       cfg.heldout_lines, cfg.max_lines, cfg.max_length]).encode()).hexdigest()
+        cached = cache_dir / f"{key}.safetensors"
+        if cached.exists():
+            t = load_file(str(cached))
+            train, heldout = _unflat(t["train_ids"], t["train_lengths"]), _unflat(t["heldout_ids"],
+                                                                                 t["heldout_lengths"])
+            report = json.loads(cached.with_suffix(".json").read_text())
+        else:
+            train, heldout, report = _tokenize_file(path, tokenizer, cfg)
+            (ti, tl), (hi, hl) = _flat(train), _flat(heldout)
+            tmp = cached.with_suffix(".tmp")
+            save_file({"train_ids": ti, "train_lengths": tl, "heldout_ids": hi, "heldout_lengths": hl}, str(tmp))
+            cached.with_suffix(".json").write_text(json.dumps(report))
+            os.replace(tmp, cached)  # written whole or not at all
+        corpus.train += train
+        corpus.heldout += heldout
+        corpus.report["files"].append(report)
+    corpus.report.update(train_sequences=len(corpus.train), train_tokens=sum(map(len, corpus.train)),
+                         heldout_sequences=len(corpus.heldout), heldout_tokens=sum(map(len, corpus.heldout)))
+    return corpus
