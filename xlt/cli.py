@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -49,15 +50,14 @@ def _main_process(accelerator) -> bool:
 
 
 def cmd_train(args) -> None:
-    from accelerate import Accelerator
-
     from xlt.config import find_config, load_config
+    from xlt.core.loop import make_accelerator
     from xlt.evaluate import evaluate_run
     from xlt.train import train
 
     cfg = load_config(find_config(args.config), args.overrides)
     run_dir = train(cfg, resume=args.resume)
-    accelerator = Accelerator()
+    accelerator = make_accelerator()
     evaluate_run(run_dir, accelerator=accelerator)
     if _main_process(accelerator):
         print((run_dir / "results.md").read_text())
@@ -70,7 +70,8 @@ def cmd_pretrain(args) -> None:
 
     cfg = load_stage_config(find_config(args.config), args.overrides)
     out = run_stage(cfg, resume=args.resume)
-    print(f"stage folder: {cfg.run_dir}; encoder for fine-tuning: model.name={out}")
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun / accelerate launch: the main process speaks
+        print(f"stage folder: {cfg.run_dir}; encoder for fine-tuning: model.name={out}")
 
 
 def cmd_eval(args) -> None:

@@ -10,13 +10,12 @@ import json
 import shutil
 from pathlib import Path
 
-from accelerate import Accelerator
 from accelerate.utils import set_seed
 
 from xlt import zoo
 from xlt.config import RunConfig, save_config
 from xlt.core.batching import collate, item_sentences, item_tokens, length_bucketed_batches, to_device
-from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, run_loop
+from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, make_accelerator, run_loop
 from xlt.core.vocab import prepare_tokenizer
 from xlt.errors import XltError
 from xlt.pipeline import build_model, make_run, pad_id, prepare_data, save_run_meta
@@ -37,7 +36,7 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
     ``stop_after``: leave the loop after this many optimizer steps as if interrupted (used by tests)."""
     run_dir = cfg.run_dir
     check_run_dir(run_dir, resume)
-    accelerator = Accelerator()
+    accelerator = make_accelerator()
     threads = configure_threads(cfg.train.threads, accelerator.num_processes)
     set_seed(cfg.train.seed)
     ctx, method = make_run(cfg)

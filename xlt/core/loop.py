@@ -48,6 +48,14 @@ def linear_warmup_decay(warmup: int, total: int) -> Callable[[int], float]:
     return factor
 
 
+
+def make_accelerator(**kwargs) -> Accelerator:
+    """The run's Accelerator.  Without CUDA it is told ``cpu=True``: only then does accelerate turn the environment
+    of ``torchrun`` / ``accelerate launch`` into a gloo process group (otherwise every process would believe it is
+    alone and train the whole batch)."""
+    return Accelerator(cpu=not torch.cuda.is_available(), **kwargs)
+
+
 @dataclass
 class LoopSettings:
     max_steps: int

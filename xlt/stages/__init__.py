@@ -96,13 +96,13 @@ def set_trainable(model: nn.Module, patterns: list[str]) -> dict:
 def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = None) -> Path:
     """Run (or resume) every phase of a stage; returns the exported encoder folder ``RUN_DIR/model``.
     ``stop_after=(phase index, steps)``: leave as if interrupted there (tests)."""
-    from accelerate import Accelerator, DistributedDataParallelKwargs
+    from accelerate import DistributedDataParallelKwargs
     from accelerate.utils import set_seed
 
     from xlt import zoo
     from xlt.config import save_config
     from xlt.core import checkpoint
-    from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, run_loop
+    from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, make_accelerator, run_loop
     from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids
     from xlt.data.corpora import load_corpus
     from xlt.train import check_run_dir
@@ -111,7 +111,7 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
     if not resume or not (run_dir / "config.yaml").exists():
         check_run_dir(run_dir, resume=False)
     objectives_used = {o for p in cfg.phases for o in p.objectives}
-    accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(
+    accelerator = make_accelerator(kwargs_handlers=[DistributedDataParallelKwargs(
         find_unused_parameters=len(objectives_used) > 1)])
     configure_threads(cfg.threads, accelerator.num_processes)
     set_seed(cfg.seed)

@@ -88,9 +88,7 @@ class ContinuedMLM(Stage):
         loss_sum, correct, n = 0.0, 0, 0
         for start in range(0, len(order), bs):
             idx = order[start:start + bs]
-            g = torch.Generator().manual_seed(12345 + idx[0])  # fixed masking of each held-out batch
-            batch = {k: v.to(device) if torch.is_tensor(v) else v
-                     for k, v in self._masked([held[i] for i in idx], g).items()}
+            batch = self._heldout_batch(idx, device)
             hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
             chosen = batch["mlm_labels"] != IGNORE
             if chosen.any():
@@ -112,6 +110,24 @@ class ContinuedMLM(Stage):
                    "heldout_pppl": math.exp(-log_p / max(tokens, 1)), "heldout_pppl_tokens": tokens,
                    "softmax_over": self.vocab}
         return metrics, -loss
+
+    def _heldout_batch(self, idx: list[int], device) -> dict:
+        """Held-out sequences ``idx`` masked at fixed positions: each sequence by its own generator (seeded by its
+        index), so the masked positions do not depend on batching, the number of processes, or the model."""
+        if not hasattr(self, "_heldout_masks"):
+            self._heldout_masks = {}
+        for i in idx:
+            if i not in self._heldout_masks:
+                one = self._masked([self.corpus.heldout[i]], torch.Generator().manual_seed(12345 + i))
+                self._heldout_masks[i] = (one["input_ids"][0], one["mlm_labels"][0])
+        T = max(len(self.corpus.heldout[i]) for i in idx)
+        ids = torch.full((len(idx), T), self.pad, dtype=torch.long)
+        labels = torch.full((len(idx), T), IGNORE, dtype=torch.long)
+        attention = torch.zeros((len(idx), T), dtype=torch.long)
+        for b, i in enumerate(idx):
+            masked, gold = self._heldout_masks[i]
+            ids[b, :len(masked)], labels[b, :len(gold)], attention[b, :len(masked)] = masked, gold, 1
+        return {"input_ids": ids.to(device), "attention_mask": attention.to(device), "mlm_labels": labels.to(device)}
 
     def _pseudo_log_likelihood(self, encoder, mlm, rank: int, world: int, device) -> tuple[float, int]:
         """Σ log p(token_i | sequence with token_i masked) over the non-special tokens of the first
