@@ -94,7 +94,7 @@ def main() -> None:
     out = {"benchmark": "continued-mlm-ja", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "git_commit": commit, "machine": f"{platform.machine()}, 2 CPU threads, device cpu",
            "model": "multilingual-e5-small", "selection": "source-dev",
-           "notes": (f"stage pretrain-mlm-ja: corpus "
+           "notes": ("stage pretrain-mlm-ja: corpus "
                      + json.dumps({k: v for k, v in stage["corpus"].items() if k != "files"}) + "; phases "
                      + "; ".join(f"{p['name']}: {p['summary']['step']} steps" for p in stage["phases"])
                      + f"; MLM softmax over the {stage.get('vocab_kept', '?')} ids of the corpora. Fine-tuning: "

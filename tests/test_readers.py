@@ -1,5 +1,3 @@
-from pathlib import Path
-
 import pytest
 
 from tests.conftest import SHARED_DATA, needs_shared_data

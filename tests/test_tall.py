@@ -119,7 +119,8 @@ def tall_cfg(root, tmp_path, *extra):
         "name=tall", "phases.0.steps=2", "phases.0.eval_every=2", "phases.0.batch_size=4", "phases.1.steps=3",
         "phases.1.eval_every=3", "phases.1.batch_size=4", "options.decoder_heads=2", "options.decoder_ffn=64",
         "options.max_decode_length=12", "options.eval_sentences=3",
-        "options.reference={ja: [ref/ja.txt, ref/en.txt]}", *extra])
+        "options.reference={ja: [ref/ja.txt, ref/en.txt]}", "corpus.langs={en: [mono/en/*.txt], ja: [mono/ja/*.txt]}",
+        *extra])
 
 
 def test_tall_stage_end_to_end(pair_corpus, tmp_path, xlt_home):
@@ -145,3 +146,36 @@ def test_tall_needs_both_languages_named(pair_corpus, tmp_path, xlt_home):
     cfg = tall_cfg(pair_corpus, tmp_path, "corpus.langs={en: [mono/en/*.txt]}")
     with pytest.raises(ConfigError, match="corpus.langs"):
         run_stage(cfg)
+
+
+def test_tall_run_is_a_translator(pair_corpus, tmp_path, xlt_home):
+    """The exported run translates through the translation layer exactly as the stage's evaluation did (same greedy
+    outputs over the same per-language tokens), within its pair only, cached under its own name."""
+    from xlt.translate import TranslationCache, TranslatorUnavailable, get_translator, translate_cached
+
+    cfg = tall_cfg(pair_corpus, tmp_path, "options.max_decode_length=40")  # the evaluation reads whole sentences
+    run_stage(cfg)
+    ev = json.loads((cfg.run_dir / "results.json").read_text())["phases"][1]["final_eval"]
+    translator = get_translator("tall", model=str(cfg.run_dir), max_output=40)
+    assert translator.name.startswith("tall:")
+    def plain(text):  # tiny-random's tokenizer does not drop <s> / </s> when decoding
+        return " ".join(text.replace("<s>", "").replace("</s>", "").split())
+
+    samples = [[plain(x) for x in s.split(": ", 1)[1].split(" => ")] for s in ev["samples"] if s.startswith("en_ja")]
+    assert samples
+    got = translator.translate([src for src, _ in samples], "en", "ja")
+    assert [plain(g) for g in got] == [out for _, out in samples]
+    cache = TranslationCache(tmp_path / "cache.sqlite")
+    again, stats = translate_cached(translator, [src for src, _ in samples], "en", "ja", cache)
+    assert again == got and stats["translated"] == len(set(src for src, _ in samples))
+    assert cache.get_many(translator.name, "en", "ja", [samples[0][0]])
+    with pytest.raises(TranslatorUnavailable, match="en-ja"):
+        translator.translate(["hola"], "es", "en")
+
+
+def test_translator_tall_needs_a_tall_run(tmp_path):
+    from xlt.errors import ConfigError
+    from xlt.translate import get_translator
+
+    with pytest.raises(ConfigError, match="tall_model"):
+        get_translator("tall", model=str(tmp_path))

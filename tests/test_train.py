@@ -2,6 +2,7 @@
 round-trip, an interrupted run resumes to the identical result, vocabulary trimming is exact."""
 import json
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -75,6 +76,8 @@ def test_resume_reaches_identical_parameters(tiny_cfg):
     log_b = [json.loads(x) for x in (cfg.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log_b] == [2, 4, 6]
     assert [r["dev_en_slot_f1"] for r in log_a] == [r["dev_en_slot_f1"] for r in log_b]
+    # the logged training loss is the mean over the steps since the previous evaluation, resumed or not
+    assert [r["loss"] for r in log_a] == pytest.approx([r["loss"] for r in log_b], abs=1e-6)
 
 
 def test_run_refuses_to_overwrite_without_resume(tiny_cfg):

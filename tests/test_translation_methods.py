@@ -5,7 +5,6 @@ import json
 import pytest
 
 from xlt.cli import main as cli_main
-from xlt.core.context import RunContext
 from xlt.data.records import Utterance
 from xlt.errors import ConfigError, DataError
 from xlt.evaluate import evaluate_run

@@ -3,7 +3,8 @@
 AdamW (no decay on biases and LayerNorm weights), linear warmup + decay, gradient clipping, evaluation every
 ``eval_every`` steps through a hook (best checkpoint kept, optional early stopping), a resumable checkpoint
 (model, optimizer, scheduler, every process's RNG, position; safetensors + JSON) and a JSONL log line per
-evaluation.  The batch order is a pure function of (seed, epoch) and the checkpoint holds the rest, so a resumed
+evaluation (the training loss and its named parts are means over the steps since the previous evaluation, on the
+main process).  The batch order is a pure function of (seed, epoch) and the checkpoint holds the rest, so a resumed
 run continues to the same result.
 
 Several processes (``accelerate launch`` / ``torchrun``; gloo on CPU, NCCL on GPUs): ``batch_size`` is the GLOBAL
@@ -127,11 +128,16 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
             state["train_sentences"] = state.get("train_sentences", 0) + sentences
             state["step"] += 1
             state["batch_in_epoch"] += 1
+            sums = state.setdefault("part_sums", {})  # means since the last evaluation go into the log
+            for name, value in parts.items():
+                total_count = sums.setdefault(name, [0.0, 0])
+                total_count[0] += float(value.detach())
+                total_count[1] += 1
             bar.update(1)
             bar.set_postfix(loss=f"{parts['loss'].item():.3f}")
             if state["step"] % settings.eval_every == 0 or state["step"] == total:
                 stopped_early = _evaluate_and_checkpoint(accelerator, unwrapped, optimizer, scheduler, settings,
-                                                         hooks, state, parts, out_dir)
+                                                         hooks, state, out_dir)
             if state["step"] >= total or stopped_early or (stop_after and state["step"] >= stop_after):
                 break
         if stop_after and state["step"] >= stop_after:
@@ -151,7 +157,7 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
 
 
 def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, scheduler, settings: LoopSettings,
-                             hooks: LoopHooks, state: dict, parts: dict, out_dir: Path) -> bool:
+                             hooks: LoopHooks, state: dict, out_dir: Path) -> bool:
     """Evaluate (every process, each on its shard), keep the best model, write the resumable checkpoint and the
     log line (main process); True = stop early."""
     metrics, value = hooks.evaluate(model)
@@ -161,6 +167,8 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
     else:
         state["bad_evals"] += 1
     stop = settings.patience > 0 and state["bad_evals"] >= settings.patience
+    means = {k: total / count for k, (total, count) in state.get("part_sums", {}).items()}
+    state["part_sums"] = {}  # (before the checkpoint: a resumed run starts the next window afresh)
     rng_states = [torch.get_rng_state()]
     if accelerator.num_processes > 1:
         from accelerate.utils import gather_object
@@ -168,7 +176,7 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
         rng_states = gather_object(rng_states)
     if accelerator.is_main_process:
         record = {"step": state["step"], "epoch": state["epoch"], "lr": scheduler.get_last_lr()[0],
-                  **{k: float(v.detach()) for k, v in parts.items()}, **metrics,
+                  **means, **metrics,
                   "selection_value": value, "improved": improved,
                   "tokens_per_second": state["train_tokens"] / max(state["train_seconds"], 1e-9),
                   "peak_rss_mb": peak_rss_mb()}

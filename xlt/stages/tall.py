@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 from torch import nn
 
 from xlt.core.batching import length_bucketed_batches, pad_ids
@@ -132,6 +133,13 @@ class Tall(Stage):
         if self.trim is not None:
             bias = self.trim.untrim_into(bias, torch.full((self.tokenizer.get_vocab_size(),), -1e4))
         decoder.save(folder, bias)
-        return {"decoder": "decoder.safetensors", "languages": list(self.options.languages)}
+        allowed = self.allowed.to(torch.uint8)
+        if self.trim is not None:
+            allowed = self.trim.untrim_into(allowed.T, torch.zeros(self.tokenizer.get_vocab_size(), len(
+                self.options.languages), dtype=torch.uint8)).T
+        # the ids each language may generate (full vocabulary): the TALL translator restricts its output as here
+        save_file({"allowed": allowed.contiguous()}, str(folder / "decoder_vocab.safetensors"))
+        return {"decoder": "decoder.safetensors", "decoder_vocab": "decoder_vocab.safetensors",
+                "languages": list(self.options.languages)}
 
 

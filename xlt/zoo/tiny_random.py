@@ -41,8 +41,9 @@ def build(folder: Path) -> None:
     tok.save(str(folder / "tokenizer.json"))
     cfg = BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=128, pad_token_id=1)
-    torch.manual_seed(0)
-    BertModel(cfg, add_pooling_layer=False).save_pretrained(str(folder), safe_serialization=True)
+    with torch.random.fork_rng():  # built on first use, inside a seeded run: leave the run's RNG stream alone
+        torch.manual_seed(0)
+        BertModel(cfg, add_pooling_layer=False).save_pretrained(str(folder), safe_serialization=True)
     special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
                "cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}
     (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 128, **special}, indent=2))

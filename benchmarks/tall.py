@@ -1,0 +1,137 @@
+"""Benchmark: TALL (Xia et al. 2021) on xSID — unsupervised-MT pre-training of multilingual-e5-small + a decoder for
+en-ja (distant) and en-de (similar), then BART-style NLU fine-tuning, against the encoder fine-tuned alone.
+
+Pre-training (``xlt pretrain``, shipped configs ``pretrain-tall-en-ja`` / ``pretrain-tall-en-de``, seed 1): DAE
+warm-up then DAE + on-the-fly back-translation on monolingual text only; round-trip BLEU on held-out lines of each
+language and BLEU against the Tatoeba references after every evaluation (learning curves).  Ablations on en-ja, same
+steps: ``dae_only`` (no back-translation) and ``bt_only`` (no denoising, also in the first phase).
+
+NLU (config ``xsid-zero-shot``: 1000 steps x 32, lr 3e-4, frozen embeddings, checkpoint chosen on the ENGLISH dev
+set; all 19 xSID test languages): method ``tall`` on each pre-trained model (seeds 1-3); ``encoder_only`` fine-tunes
+the TALL-pre-trained encoder alone (method zero_shot); the baseline is the shipped encoder with the same config and
+seeds (rows of ``results/xsid-zero-shot.json``).
+
+    python benchmarks/tall.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
+    python benchmarks/tall.py --collect
+
+Jobs run one at a time, each in its own process, resumable; the results are rewritten after each job:
+``benchmarks/results/tall.{json,md}``.  ``touch benchmarks/runs/PAUSE`` holds the queue between jobs.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+RUNS = HERE / "runs"
+PAIRS = {"en-ja": "pretrain-tall-en-ja", "en-de": "pretrain-tall-en-de"}
+ABLATIONS = {"dae_only": ["phases.1.objectives={dae: 1.0}"],
+             "bt_only": ["phases.0.objectives={bt: 1.0}", "phases.1.objectives={bt: 1.0}"]}
+
+
+def pretrain_name(pair: str, variant: str) -> str:
+    return f"tall-{pair}" + ("" if variant == "none" else f"-{variant}")
+
+
+def run_pretrain(pair: str, variant: str, data_dir: str) -> Path:
+    from xlt.config import find_config, load_stage_config
+    from xlt.stages import run_stage
+
+    cfg = load_stage_config(find_config(PAIRS[pair]), [f"corpus.data_dir={data_dir}", f"output_dir={RUNS}",
+                                                       f"name={pretrain_name(pair, variant)}",
+                                                       *ABLATIONS.get(variant, [])])
+    if not (cfg.run_dir / "results.json").exists():
+        run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
+    return cfg.run_dir
+
+
+def run_nlu(pair: str, variant: str, seed: int, data_dir: str) -> Path:
+    """variant none / dae_only / bt_only: method tall on that pre-training; encoder_only: its encoder alone."""
+    from xlt.config import find_config, load_config
+    from xlt.evaluate import evaluate_run
+    from xlt.train import clean_checkpoint, train
+
+    stage = RUNS / pretrain_name(pair, "none" if variant == "encoder_only" else variant)
+    if not (stage / "results.json").exists():
+        raise SystemExit(f"{stage}: pre-train first (job pretrain-{pair}{'' if variant == 'none' else '-' + variant})")
+    method = "zero_shot" if variant == "encoder_only" else "tall"
+    cfg = load_config(find_config("xsid-zero-shot"), [
+        f"data.data_dir={data_dir}", f"train.seed={seed}", f"model.name={stage / 'model'}", f"output_dir={RUNS}",
+        f"train.method={method}", f"name=xsid-tall-{pair}-{variant}-seed{seed}"])
+    if not (cfg.run_dir / "results.json").exists():
+        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
+            import shutil
+            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
+        train(cfg, resume=(cfg.run_dir / "last").exists())
+        evaluate_run(cfg.run_dir)
+        clean_checkpoint(cfg.run_dir)
+    return cfg.run_dir
+
+
+def queue(seeds: list[int]) -> list[tuple[str, int]]:
+    """The main comparison first (en-ja, then en-de), then the en-ja ablations."""
+    q = [("pretrain-en-ja", 1)] + [("nlu-en-ja-none", s) for s in seeds]
+    q += [("pretrain-en-de", 1)] + [("nlu-en-de-none", s) for s in seeds]
+    q += [("nlu-en-ja-encoder_only", s) for s in seeds]
+    for variant in ABLATIONS:
+        q += [(f"pretrain-en-ja-{variant}", 1)] + [(f"nlu-en-ja-{variant}", s) for s in seeds]
+    return q
+
+
+def run_job(job: str, seed: int, data_dir: str) -> None:
+    kind, rest = job.split("-", 1)
+    pair, variant = rest[:5], rest[6:] or "none"
+    if kind == "pretrain":
+        run_pretrain(pair, variant, data_dir)
+    else:
+        run_nlu(pair, variant, seed, data_dir)
+
+
+def wait_while_paused() -> None:
+    if (RUNS / "PAUSE").exists():
+        print(f"paused: waiting for {RUNS / 'PAUSE'} to go", flush=True)
+    while (RUNS / "PAUSE").exists():
+        time.sleep(20)
+
+
+def collect(strict: bool) -> None:
+    import importlib
+
+    sys.path.insert(0, str(HERE))
+    try:
+        importlib.reload(importlib.import_module("tall_report")).collect(RUNS, HERE / "results")
+    except Exception as err:  # a reporting bug must not stop hours of training; --collect re-raises
+        if strict:
+            raise
+        print(f"collecting results failed: {err!r}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--only", nargs="+", help="job names (e.g. pretrain-en-ja, nlu-en-ja-none), on every seed")
+    ap.add_argument("--collect", action="store_true", help="only rewrite results from the finished runs")
+    ap.add_argument("--job", nargs=2, metavar=("NAME", "SEED"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.job:
+        wait_while_paused()
+        run_job(args.job[0], int(args.job[1]), args.data_dir)
+        return
+    if not args.collect:
+        jobs = [(j, s) for j in args.only for s in (args.seeds if j.startswith("nlu") else [1])] if args.only \
+            else queue(args.seeds)
+        for job, seed in jobs:
+            print(f"== {job} seed {seed}", flush=True)
+            done = subprocess.run([sys.executable, __file__, "--data-dir", args.data_dir, "--job", job, str(seed)])
+            if done.returncode != 0:
+                print(f"!! {job} seed {seed} failed (exit {done.returncode}); going on", flush=True)
+            collect(strict=False)
+    collect(strict=True)
+
+
+if __name__ == "__main__":
+    main()

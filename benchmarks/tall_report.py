@@ -1,0 +1,174 @@
+"""Collect the runs of benchmarks/tall.py into results/tall.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md.
+
+Rows: ``tall_pretrain`` (one per pre-training and translation direction: reference BLEU on Tatoeba, round-trip BLEU
+on held-out lines, copy rate, cost), ``tall`` (NLU fine-tuning; variants none / dae_only / bt_only / encoder_only,
+``pair`` = the pre-trained language pair) and ``zero_shot`` (the baseline: rows of results/xsid-zero-shot.json).
+"""
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
+VARIANTS = ["none", "dae_only", "bt_only", "encoder_only"]
+
+
+def _pretrain_rows(run: Path, pair: str, variant: str) -> tuple[list[dict], list[dict]]:
+    """(result rows, learning-curve points) of one pre-training run."""
+    res = json.loads((run / "results.json").read_text())
+    src, tgt = pair.split("-")
+    last = res["phases"][-1]["final_eval"]
+    seconds = sum(p["summary"]["train_seconds"] for p in res["phases"])
+    tokens = sum(p["summary"]["train_tokens"] for p in res["phases"])
+    cost = {"steps": sum(p["summary"]["step"] for p in res["phases"]),
+            "train_sentences": sum(p["summary"]["train_sentences"] for p in res["phases"]),
+            "train_tokens": tokens, "train_seconds": round(seconds, 1),
+            "tokens_per_second": round(tokens / seconds, 1) if seconds else None,
+            "peak_rss_mb": round(max(p["summary"]["peak_rss_mb"] for p in res["phases"])),
+            "phases": "; ".join(f"{p['name']} {p['summary']['step']} steps {p['objectives']}" for p in res["phases"]),
+            "vocab_kept": res.get("vocab_kept"), "corpus_train_sentences": res["corpus"]["train_sequences"]}
+    rows = []
+    for a, b in ((src, tgt), (tgt, src)):
+        rows.append({"method": "tall_pretrain", "dataset": "mono+tatoeba", "lang": f"{a}-{b}", "seed": 1,
+                     "variant": variant, "bleu": round(last.get(f"bleu_{a}_{b}", float("nan")), 2),
+                     "roundtrip_bleu": round(last[f"roundtrip_bleu_{a}"], 2),
+                     "identical_rate": round(last[f"identical_{a}_{b}"], 3), **cost})
+    curve = []
+    for i, phase in enumerate(res["phases"]):
+        log = run / f"phase{i + 1}-{phase['name']}" / "metrics.jsonl"
+        offset = sum(p["summary"]["step"] for p in res["phases"][:i])
+        for line in log.read_text().splitlines():
+            ev = json.loads(line)
+            curve.append({"pair": pair, "variant": variant, "phase": phase["name"], "step": offset + ev["step"],
+                          **{k: round(v, 2) for k, v in ev.items() if "bleu" in k or k.endswith("_loss")},
+                          "samples": ev.get("samples", [])[:4]})
+    return rows, curve
+
+
+def _nlu_rows(run: Path, pair: str, variant: str) -> list[dict]:
+    res = json.loads((run / "results.json").read_text())
+    ts = res["train_summary"]
+    return [{"method": "tall", "task": "intent_slot", "dataset": "xsid", "lang": lang, "seed": res["seed"],
+             "regime": "equal_steps", "variant": variant, "pair": pair, **{k: round(m[k], 4) for k in METRICS},
+             "n_test": m["n"], "steps": ts["step"], "best_step": res.get("best_step"),
+             "train_seconds": round(ts["train_seconds"], 1), "tokens_per_second": round(ts["tokens_per_second"], 1),
+             "peak_rss_mb": round(ts["peak_rss_mb"])} for lang, m in res["per_language"].items()]
+
+
+def _mean_std(values: list[float], scale: float = 100) -> str:
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{scale * values[0]:.1f} (1 seed)"
+    return f"{scale * statistics.mean(values):.1f} ± {scale * statistics.stdev(values):.1f}"
+
+
+def _mean(rows: list[dict], metric: str) -> float | None:
+    return statistics.mean(r[metric] for r in rows) if rows else None
+
+
+def collect(runs: Path, results_dir: Path) -> None:
+    from tall import PAIRS, pretrain_name  # benchmarks/tall.py, on sys.path when run from there
+
+    rows, curves = [], []
+    for pair in PAIRS:
+        for variant in ("none", "dae_only", "bt_only"):
+            run = runs / pretrain_name(pair, variant)
+            if (run / "results.json").exists():
+                got, curve = _pretrain_rows(run, pair, variant)
+                rows += got
+                curves += curve
+        for variant in VARIANTS:
+            for run in sorted(runs.glob(f"xsid-tall-{pair}-{variant}-seed*")):
+                if (run / "results.json").exists():
+                    rows += _nlu_rows(run, pair, variant)
+    seeds = sorted({r["seed"] for r in rows if r["method"] == "tall"}) or [1, 2, 3]
+    baseline = json.loads((results_dir / "xsid-zero-shot.json").read_text())
+    rows += [{**r, "task": "intent_slot", "variant": "none", "source": "benchmarks/results/xsid-zero-shot.json"}
+             for r in baseline["rows"] if r["seed"] in seeds]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    notes = ("TALL pre-training (shipped configs pretrain-tall-en-ja / -en-de): multilingual-e5-small + a 2-layer "
+             "decoder (6 heads, FFN 1536, hidden 384) sharing and tied to the encoder's embeddings, language tokens "
+             "on the decoder side; phase dae (400 steps, DAE only) then dae-bt (1600 steps, a DAE and a BT batch in "
+             "turn) at batch 32, lr 1e-4; corpora: mono/{lang} (man pages, gettext, fortunes) + xSID English train "
+             "TEXT (labels unused); generation restricted to the output language's corpus tokens. BLEU: sacreBLEU "
+             "(char tokenization for ja), reference BLEU on the first 200 Tatoeba pairs, round-trip BLEU on 100 "
+             "held-out corpus lines per language; the exported model is the last step. Ablations (en-ja, same "
+             "steps): dae_only (no BT), bt_only (no DAE in either phase). NLU: xsid-zero-shot config (1000 steps x "
+             "32, lr 3e-4, frozen embeddings, checkpoint chosen on the ENGLISH dev set), method tall = encoder + "
+             "decoder BART-style (decoder states but the last feed the heads; language token of the test language "
+             "for the pair's languages, the source's otherwise); variant encoder_only = method zero_shot on the "
+             "TALL-pre-trained encoder; zero_shot rows = the shipped encoder, same config and seeds "
+             "(results/xsid-zero-shot.json).")
+    out = {"benchmark": "tall", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "git_commit": commit,
+           "machine": f"{platform.machine()}, 2 CPU threads, device cpu", "model": "multilingual-e5-small",
+           "selection": "source-dev", "notes": notes, "rows": rows, "learning_curves": curves}
+    (results_dir / "tall.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    (results_dir / "tall.md").write_text(markdown(out))
+
+
+def markdown(out: dict) -> str:
+    rows = out["rows"]
+    lines = ["# tall", "", out["notes"], ""]
+    pre = [r for r in rows if r["method"] == "tall_pretrain"]
+    if pre:
+        lines += ["## Pre-training: translation quality (last step) and cost", "",
+                  "| pair | variant | direction | BLEU vs Tatoeba | round-trip BLEU | output = input | steps | "
+                  "sentences | wall-clock s | tokens/s | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in pre:
+            pair = "-".join(sorted(r["lang"].split("-"), key=lambda x: x != "en"))
+            lines.append(f"| {pair} | {r['variant']} | {r['lang']} | {r['bleu']:.2f} | {r['roundtrip_bleu']:.2f} | "
+                         f"{100 * r['identical_rate']:.0f} % | {r['steps']} | {r['train_sentences']} | "
+                         f"{r['train_seconds']:.0f} | {r['tokens_per_second']} | {r['peak_rss_mb']} |")
+    nlu = [r for r in rows if r["method"] in ("tall", "zero_shot")]
+    for pair, target in (("en-ja", "ja"), ("en-de", "de")):
+        base = [r for r in nlu if r["method"] == "zero_shot" and r["lang"] == target]
+        tall = [r for r in nlu if r["method"] == "tall" and r.get("pair") == pair and r["lang"] == target]
+        if not tall:
+            continue
+        lines += ["", f"## {pair}: xSID {target} test (mean ± std over seeds; relative gain of the means)", "",
+                  "| model | seeds | " + " | ".join(METRICS) + " |", "|---|---|" + "---|" * len(METRICS)]
+        for variant in VARIANTS:
+            got = [r for r in tall if r["variant"] == variant]
+            if got:
+                lines.append(f"| tall {variant} | {len(got)} | "
+                             + " | ".join(_mean_std([r[m] for r in got]) for m in METRICS) + " |")
+        lines.append(f"| baseline (zero_shot) | {len(base)} | "
+                     + " | ".join(_mean_std([r[m] for r in base]) for m in METRICS) + " |")
+        main = [r for r in tall if r["variant"] == "none"]
+        if main and base:
+            gains = [100 * (_mean(main, m) - _mean(base, m)) / _mean(base, m) for m in METRICS]
+            lines.append("| relative gain of tall (%) | | " + " | ".join(f"{g:+.1f}" for g in gains) + " |")
+    langs = sorted({r["lang"] for r in nlu}, key=lambda x: (x != "en", x))
+    cols = [("zero_shot", "none", None)] + [("tall", "none", p) for p in ("en-ja", "en-de")]
+    lines += ["", "## All xSID test languages (for information), semantic accuracy / intent accuracy", "",
+              "| lang | baseline | tall en-ja | tall en-de |", "|---|---|---|---|"]
+    for lang in langs:
+        cells = []
+        for method, variant, pair in cols:
+            got = [r for r in nlu if r["method"] == method and r["lang"] == lang and r["variant"] == variant
+                   and (pair is None or r.get("pair") == pair)]
+            cells.append(f"{_mean_std([r['semantic_acc'] for r in got])} / {_mean_std([r['intent_acc'] for r in got])}")
+        lines.append(f"| {lang} | " + " | ".join(cells) + " |")
+    if out.get("learning_curves"):
+        lines += ["", "## Learning curves (evaluations during pre-training)", "",
+                  "| pair | variant | phase | step | BLEU en→x | BLEU x→en | round-trip en | round-trip x | DAE loss "
+                  "| BT loss |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for c in out["learning_curves"]:
+            x = c["pair"].split("-")[1]
+            cell = [c.get(k) for k in (f"bleu_en_{x}", f"bleu_{x}_en", "roundtrip_bleu_en", f"roundtrip_bleu_{x}",
+                                       "dae_loss", "bt_loss")]
+            lines.append(f"| {c['pair']} | {c['variant']} | {c['phase']} | {c['step']} | "
+                         + " | ".join("–" if v is None else f"{v}" for v in cell) + " |")
+        lines += ["", "## Sample translations (last evaluation of each run)", ""]
+        last: dict = {}
+        for c in out["learning_curves"]:
+            last[(c["pair"], c["variant"])] = c
+        for (pair, variant), c in last.items():
+            lines += [f"- {pair} {variant}, step {c['step']}:"] + [f"  - `{s}`" for s in c["samples"]]
+    return "\n".join(lines) + "\n"
