@@ -113,3 +113,25 @@ def test_saved_run_round_trips_and_reports(tiny_cfg, capsys):
     cli_main(["predict", str(run_dir), "set alarm for 7 am", "明天 早上 七点"])
     lines = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
     assert len(lines) == 2 and len(lines[1]["tags"]) == 3 and lines[0]["intent"] in labels["intents"]
+
+
+def test_halve_on_plateau_restores_the_best_model_and_halves_the_rate(tiny_cfg):
+    """TALL's schedule: an evaluation without improvement goes back to the best model with half the learning rate;
+    `patience` such evaluations in all end the run."""
+    cfg = tiny_cfg("name=halving", "train.max_steps=40", "train.eval_every=2", "train.schedule=halve_on_plateau",
+                   "train.patience=2", "train.lr=0.5", "train.warmup_ratio=0")  # a rate that makes things worse
+    run_dir = train(cfg)
+    log = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    cancelled = [r for r in log if not r["improved"]]
+    assert cancelled, "lr 0.5 should make some evaluation worse"
+    assert [r["lr_scale"] for r in cancelled] == [0.5, 0.25][:len(cancelled)]
+    assert len(cancelled) == 2 and log[-1] is cancelled[-1]  # stopped at the second cancelled evaluation
+    first = cancelled[0]
+    after = log[log.index(first) + 1]
+    assert after["lr"] == pytest.approx(first["lr"] * 0.5)  # the next interval runs at half the rate
+    # the run ended on a cancelled evaluation: the checkpoint written after it holds the restored best model
+    best = load_file(str(run_dir / "best" / "model.safetensors"))
+    last = load_file(str(run_dir / "last" / "model.safetensors"))
+    assert best.keys() == last.keys() and all(torch.equal(best[k], last[k]) for k in best)
+    summary = json.loads((run_dir / "train_summary.json").read_text())
+    assert summary["stopped_early"] and summary["step"] < 40

@@ -10,7 +10,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -53,6 +53,10 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_every: int = 100  # evaluate on the source-language dev set and checkpoint every N steps
     patience: int = 0  # stop after N evaluations without improvement (0 = never)
+    # linear: warmup then linear decay.  halve_on_plateau (TALL, Xia et al. 2021): warmup then constant; an
+    # evaluation that does not improve restores the best model and halves the rate; `patience` such cancelled
+    # evaluations (in all, the paper: 5) end the run
+    schedule: Literal["linear", "halve_on_plateau"] = "linear"
     select_metric: str = ""  # on the source dev set; "" = the task's (intent_slot_mean, accuracy, f1)
     threads: int = 0  # torch intra-op threads; 0 = number of CPU cores available
     bucket_size: int = 50  # batches per length-sorted bucket (dynamic padding)
@@ -108,6 +112,10 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
             except ConfigError:
                 pass
         raise ConfigError(f"{where}: {value!r} does not match {annotation}")
+    if origin is typing.Literal:
+        if value in typing.get_args(annotation):
+            return value
+        raise ConfigError(f"{where}: {value!r} is not one of {', '.join(map(str, typing.get_args(annotation)))}")
     if annotation is type(None):
         if value is None:
             return None

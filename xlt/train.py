@@ -69,7 +69,7 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
                            sum(item_sentences(data.train[i]) for i in idx)))
     t = cfg.train
     settings = LoopSettings(t.max_steps, t.lr, t.weight_decay, t.warmup_ratio, t.grad_clip, t.eval_every,
-                            t.patience)
+                            t.patience, schedule=t.schedule)
     summary = run_loop(accelerator, model, settings, hooks, run_dir, resume, stop_after)
     if summary is not None and accelerator.is_main_process:
         (run_dir / "train_summary.json").write_text(json.dumps(summary, indent=1))

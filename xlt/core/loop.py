@@ -49,6 +49,12 @@ def linear_warmup_decay(warmup: int, total: int) -> Callable[[int], float]:
     return factor
 
 
+def warmup_then_scaled(warmup: int, scale: list[float]) -> Callable[[int], float]:
+    """Linear warmup, then constant times ``scale[0]`` (halved in place by ``halve_on_plateau``)."""
+    def factor(step: int) -> float:
+        return scale[0] * min(1.0, (step + 1) / max(1, warmup))
+    return factor
+
 
 def make_accelerator(**kwargs) -> Accelerator:
     """The run's Accelerator.  Without CUDA it is told ``cpu=True``: only then does accelerate turn the environment
@@ -65,8 +71,9 @@ class LoopSettings:
     warmup_ratio: float = 0.1
     grad_clip: float = 1.0
     eval_every: int = 100
-    patience: int = 0  # stop after N evaluations without improvement (0 = never)
+    patience: int = 0  # stop after N evaluations without improvement (0 = never); halve_on_plateau: N in all
     desc: str = "train"
+    schedule: str = "linear"  # or halve_on_plateau (see xlt.config.TrainConfig.schedule)
 
 
 @dataclass
@@ -89,8 +96,11 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": settings.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=settings.lr)
     total = settings.max_steps
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, linear_warmup_decay(int(settings.warmup_ratio * total), total))
+    warmup = int(settings.warmup_ratio * total)
+    lr_scale = [1.0]
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_then_scaled(warmup, lr_scale) if
+                                                  settings.schedule == "halve_on_plateau" else
+                                                  linear_warmup_decay(warmup, total))
     # the scheduler stays outside accelerate: it would step it once per process (our batch is global)
     model, optimizer = accelerator.prepare(model, optimizer)
     unwrapped = accelerator.unwrap_model(model)
@@ -98,6 +108,7 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
              "train_seconds": 0.0, "train_tokens": 0, "train_sentences": 0}
     if resume:
         state = checkpoint.load_training(out_dir / "last", unwrapped, optimizer, scheduler, accelerator.process_index)
+    lr_scale[0] = state.setdefault("lr_scale", 1.0)
     rank, world = accelerator.process_index, accelerator.num_processes
     bar = tqdm(total=total, initial=state["step"], disable=not accelerator.is_main_process, desc=settings.desc)
     model.train()
@@ -138,6 +149,7 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
             if state["step"] % settings.eval_every == 0 or state["step"] == total:
                 stopped_early = _evaluate_and_checkpoint(accelerator, unwrapped, optimizer, scheduler, settings,
                                                          hooks, state, out_dir)
+                lr_scale[0] = state["lr_scale"]
             if state["step"] >= total or stopped_early or (stop_after and state["step"] >= stop_after):
                 break
         if stop_after and state["step"] >= stop_after:
@@ -162,10 +174,16 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
     log line (main process); True = stop early."""
     metrics, value = hooks.evaluate(model)
     improved = state["best"] is None or value > state["best"]
+    halving = settings.schedule == "halve_on_plateau"
     if improved:
-        state.update(best=value, best_step=state["step"], bad_evals=0)
+        state.update(best=value, best_step=state["step"], bad_evals=state["bad_evals"] if halving else 0)
     else:
         state["bad_evals"] += 1
+        if halving:  # cancel the interval: back to the best model, half the learning rate
+            accelerator.wait_for_everyone()
+            checkpoint.load_model_state(model, out_dir / "best")
+            state["lr_scale"] = state.get("lr_scale", 1.0) / 2
+            metrics = {**metrics, "restored_best_from_step": state["best_step"], "lr_scale": state["lr_scale"]}
     stop = settings.patience > 0 and state["bad_evals"] >= settings.patience
     means = {k: total / count for k, (total, count) in state.get("part_sums", {}).items()}
     state["part_sums"] = {}  # (before the checkpoint: a resumed run starts the next window afresh)
