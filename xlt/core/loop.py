@@ -63,6 +63,15 @@ def make_accelerator(**kwargs) -> Accelerator:
     return Accelerator(cpu=not torch.cuda.is_available(), **kwargs)
 
 
+def progress_line(desc: str, record: dict) -> str:
+    """One console line per evaluation: the step, the mean losses since the last one and the evaluation's numbers
+    (samples and counts stay in metrics.jsonl)."""
+    skip = {"step", "epoch", "improved", "peak_rss_mb", "selection_value"}
+    parts = [f"{k} {v:.4g}" for k, v in record.items() if k not in skip and isinstance(v, (int, float))
+             and not isinstance(v, bool) and not k.endswith("_n")]
+    return f"[{desc}] step {record['step']}: " + ", ".join(parts) + (" (best so far)" if record["improved"] else "")
+
+
 @dataclass
 class LoopSettings:
     max_steps: int
@@ -203,5 +212,6 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
         checkpoint.save_training(out_dir / "last", model, optimizer, scheduler, dict(state), rng_states)
         with open(out_dir / "metrics.jsonl", "a") as f:  # after the checkpoint: a resumed run never logs twice
             f.write(json.dumps(record) + "\n")
+        tqdm.write(progress_line(settings.desc, record))
     accelerator.wait_for_everyone()
     return stop
