@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,6 +213,6 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
         checkpoint.save_training(out_dir / "last", model, optimizer, scheduler, dict(state), rng_states)
         with open(out_dir / "metrics.jsonl", "a") as f:  # after the checkpoint: a resumed run never logs twice
             f.write(json.dumps(record) + "\n")
-        tqdm.write(progress_line(settings.desc, record))
+        tqdm.write(progress_line(settings.desc, record), file=sys.stderr)  # beside the bar; stdout stays data
     accelerator.wait_for_everyone()
     return stop
