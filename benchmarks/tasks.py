@@ -6,7 +6,9 @@ Budget (multilingual-e5-small, frozen embeddings, batch 32, checkpoint chosen on
 - zero-shot and translate-train: 1000 steps x 32; XeroAlign, FILTER, FILTER + self-teaching: 500 steps x 32 pairs
   (the same number of sentences: regime ``equal_sentences``); translate-test scores the zero-shot models;
 - translations: Apertium eng<->spa (es is the one target language of all four tasks with MT here);
-- FILTER at equal steps: FILTER and FILTER + self-teaching at 1000 steps on MTOD es (``filter-equal-steps.json``).
+- FILTER at equal steps: FILTER and FILTER + self-teaching at 1000 steps on MTOD es (``filter-equal-steps.json``);
+- reproduction: the zero-shot xSID benchmark (``xsid_zero_shot.py``, same config and seeds) re-run on today's core
+  against its committed rows (``xsid-zero-shot-newcore.json``).
 
     python benchmarks/tasks.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
     python benchmarks/tasks.py --collect        # only rewrite the results from finished runs
@@ -37,6 +39,8 @@ PAIRED = ["train.max_steps=500", "train.eval_every=125"]
 
 def job_spec(name: str) -> tuple[str, list[str], bool]:
     """job name -> (shipped config, overrides, evaluate on test?); {seed} and {lr} are filled in by run_job."""
+    if name == "xsid-zero-shot-newcore":  # the earlier zero-shot xSID benchmark, re-run on today's core
+        return "xsid-zero-shot", [], True
     if name.startswith("mtod-"):
         steps = ["train.max_steps=1000", "train.eval_every=250"]
         if name == "mtod-filter-es-1000":
@@ -100,6 +104,7 @@ def queue(seeds: list[int]) -> list[tuple[str, int]]:
     (whose self-teaching question is open) and MTOD FILTER at equal steps before XNLI and PAWS-X."""
     q = [(f"{t}-lr{lr}-probe", 1) for t in TASKS for lr in LRS_OF.get(t, LRS)]
     q += [(f"{t}-zero-shot", seed) for seed in seeds for t in TASKS]
+    q += [("xsid-zero-shot-newcore", seed) for seed in seeds]
     methods = ["filter-es", "filter-self-teaching-es", "translate-train-es", "xeroalign-es"]
     for seed in seeds:
         q += [(f"{t}-{m}", seed) for t in ("panx", "udpos") for m in methods]

@@ -150,6 +150,39 @@ def collect(runs: Path, results_dir: Path) -> None:
                "translation.json (regime equal_steps; the paired runs see twice the sentences). multilingual-e5-"
                "small, frozen embeddings, lr 3e-4, checkpoint chosen on English dev + its MT.", {"task": "intent_slot"},
                ["intent_acc", "slot_f1", "semantic_acc"])
+    _reproduction(runs, results_dir)
+
+
+def _reproduction(runs: Path, results_dir: Path) -> None:
+    """xSID zero-shot re-run on today's core vs the committed rows of results/xsid-zero-shot.json (old core)."""
+    rows = []
+    for run in sorted(runs.glob("xsid-zero-shot-newcore-seed*")):
+        if (run / "results.json").exists():
+            rows += _rows_of(json.loads((run / "results.json").read_text()), "zero_shot", "intent_slot", _lr_of(run))
+    if not rows:
+        return
+    metrics = ["intent_acc", "slot_f1", "semantic_acc"]
+    old = json.loads((results_dir / "xsid-zero-shot.json").read_text())
+    seeds = sorted({r["seed"] for r in rows})
+    for r in rows:
+        r["regime"] = "equal_steps"
+    notes = (f"xsid-zero-shot (1000 steps x 32, lr 3e-4, frozen embeddings, English-dev selection) re-run on commit "
+             f"{_git_commit()} (the core with tasks/methods/stages), seeds {seeds}, against the committed rows of "
+             f"xsid-zero-shot.json (commit {old['git_commit']}, the old core).")
+    lines = ["# xsid-zero-shot-newcore", "", notes, "",
+             "| lang | " + " | ".join(f"{m} old core | {m} new core" for m in metrics) + " |",
+             "|---|" + "---|" * (2 * len(metrics))]
+    for lang in dict.fromkeys(r["lang"] for r in rows):
+        cells = []
+        for m in metrics:
+            cells.append(_mean_std([r[m] for r in old["rows"] if r["lang"] == lang and r["seed"] in seeds]))
+            cells.append(_mean_std([r[m] for r in rows if r["lang"] == lang]))
+        lines.append(f"| {lang} | " + " | ".join(cells) + " |")
+    out = {"benchmark": "xsid-zero-shot-newcore", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "git_commit": _git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
+           "selection": "source-dev", "notes": notes, "rows": rows}
+    (results_dir / "xsid-zero-shot-newcore.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
+    (results_dir / "xsid-zero-shot-newcore.md").write_text("\n".join(lines) + "\n")
 
 
 def _lr_of(run: Path) -> str | None:
