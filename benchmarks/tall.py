@@ -20,13 +20,10 @@ Jobs run one at a time, each in its own process, resumable; the results are rewr
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-HERE = Path(__file__).parent
-RUNS = HERE / "runs"
+from jobqueue import RUNS, run_queue, train_evaluate, wait_while_paused
+
 PAIRS = {"en-ja": "pretrain-tall-en-ja", "en-de": "pretrain-tall-en-de"}
 ABLATIONS = {"dae_only": ["phases.1.objectives={dae: 1.0}"],
              "bt_only": ["phases.0.objectives={bt: 1.0}", "phases.1.objectives={bt: 1.0}"]}
@@ -51,8 +48,6 @@ def run_pretrain(pair: str, variant: str, data_dir: str) -> Path:
 def run_nlu(pair: str, variant: str, seed: int, data_dir: str) -> Path:
     """variant none / dae_only / bt_only: method tall on that pre-training; encoder_only: its encoder alone."""
     from xlt.config import find_config, load_config
-    from xlt.evaluate import evaluate_run
-    from xlt.train import clean_checkpoint, train
 
     stage = RUNS / pretrain_name(pair, "none" if variant == "encoder_only" else variant)
     if not (stage / "results.json").exists():
@@ -61,14 +56,7 @@ def run_nlu(pair: str, variant: str, seed: int, data_dir: str) -> Path:
     cfg = load_config(find_config("xsid-zero-shot"), [
         f"data.data_dir={data_dir}", f"train.seed={seed}", f"model.name={stage / 'model'}", f"output_dir={RUNS}",
         f"train.method={method}", f"name=xsid-tall-{pair}-{variant}-seed{seed}"])
-    if not (cfg.run_dir / "results.json").exists():
-        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
-            import shutil
-            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
-        train(cfg, resume=(cfg.run_dir / "last").exists())
-        evaluate_run(cfg.run_dir)
-        clean_checkpoint(cfg.run_dir)
-    return cfg.run_dir
+    return train_evaluate(cfg)
 
 
 def queue(seeds: list[int]) -> list[tuple[str, int]]:
@@ -90,25 +78,6 @@ def run_job(job: str, seed: int, data_dir: str) -> None:
         run_nlu(pair, variant, seed, data_dir)
 
 
-def wait_while_paused() -> None:
-    if (RUNS / "PAUSE").exists():
-        print(f"paused: waiting for {RUNS / 'PAUSE'} to go", flush=True)
-    while (RUNS / "PAUSE").exists():
-        time.sleep(20)
-
-
-def collect(strict: bool) -> None:
-    import importlib
-
-    sys.path.insert(0, str(HERE))
-    try:
-        importlib.reload(importlib.import_module("tall_report")).collect(RUNS, HERE / "results")
-    except Exception as err:  # a reporting bug must not stop hours of training; --collect re-raises
-        if strict:
-            raise
-        print(f"collecting results failed: {err!r}", flush=True)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default="../shared/data")
@@ -121,16 +90,9 @@ def main() -> None:
         wait_while_paused()
         run_job(args.job[0], int(args.job[1]), args.data_dir)
         return
-    if not args.collect:
-        jobs = [(j, s) for j in args.only for s in (args.seeds if j.startswith("nlu") else [1])] if args.only \
-            else queue(args.seeds)
-        for job, seed in jobs:
-            print(f"== {job} seed {seed}", flush=True)
-            done = subprocess.run([sys.executable, __file__, "--data-dir", args.data_dir, "--job", job, str(seed)])
-            if done.returncode != 0:
-                print(f"!! {job} seed {seed} failed (exit {done.returncode}); going on", flush=True)
-            collect(strict=False)
-    collect(strict=True)
+    jobs = [(j, s) for j in args.only for s in (args.seeds if j.startswith("nlu") else [1])] if args.only \
+        else queue(args.seeds)
+    run_queue(__file__, args.data_dir, [] if args.collect else jobs, "tall_report")
 
 
 if __name__ == "__main__":

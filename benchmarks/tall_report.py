@@ -119,7 +119,7 @@ def markdown(out: dict) -> str:
     if pre:
         lines += ["## Pre-training: translation quality (last step) and cost", "",
                   "| pair | variant | direction | BLEU vs Tatoeba | round-trip BLEU | output = input | steps | "
-                  "sentences | wall-clock s | tokens/s | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "sentences | wall-clock s | tokens/s | peak RSS MB |", "|---" * 11 + "|"]
         for r in pre:
             pair = "-".join(sorted(r["lang"].split("-"), key=lambda x: x != "en"))
             lines.append(f"| {pair} | {r['variant']} | {r['lang']} | {r['bleu']:.2f} | {r['roundtrip_bleu']:.2f} | "

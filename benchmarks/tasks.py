@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).parent
-RUNS = HERE / "runs"
+from jobqueue import RUNS, run_queue, train_evaluate, wait_while_paused
+
 TASKS = ("panx", "udpos", "xnli", "pawsx")
 LRS = ("1e-4", "3e-4")
 # the sentence-pair tasks also probe 3e-5: both XNLI probes peaked at their first evaluation (step 100) and fell
@@ -78,21 +75,13 @@ def chosen_lr(task: str) -> str:
 def run_job(name: str, seed: int, data_dir: str) -> Path:
     from xlt.config import find_config, load_config
     from xlt.evaluate import evaluate_run
-    from xlt.train import clean_checkpoint, train
 
     config, extra, evaluate = job_spec(name)
     lr = chosen_lr(name.split("-", 1)[0]) if any("{lr}" in e for e in extra) else ""
     cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}",
                                              f"name={name}-seed{seed}", f"output_dir={RUNS}",
                                              *[e.format(seed=seed, lr=lr) for e in extra]])
-    done = cfg.run_dir / ("results.json" if evaluate else "train_summary.json")
-    if not done.exists():
-        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
-            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
-        train(cfg, resume=(cfg.run_dir / "last").exists())
-        if evaluate:
-            evaluate_run(cfg.run_dir)
-        clean_checkpoint(cfg.run_dir)  # a FILTER teacher needs only best/
+    train_evaluate(cfg, evaluate)
     if name.endswith("-zero-shot") and not (cfg.run_dir / "results-translate-test-es.json").exists():
         evaluate_run(cfg.run_dir, ["es"], "test", "translate_test", ["translation.translator=apertium"],
                      "translate-test-es")
@@ -113,29 +102,6 @@ def queue(seeds: list[int]) -> list[tuple[str, int]]:
     return q
 
 
-def collect(strict: bool) -> None:
-    import importlib
-
-    sys.path.insert(0, str(HERE))
-    try:
-        importlib.reload(importlib.import_module("tasks_report")).collect(RUNS, HERE / "results")
-    except Exception as err:  # a reporting bug must not stop hours of training; --collect re-raises
-        if strict:
-            raise
-        print(f"collecting results failed: {err!r}", flush=True)
-
-
-def wait_while_paused() -> None:
-    """``touch benchmarks/runs/PAUSE`` holds the queue before its next job (the machine runs one training at a
-    time: another benchmark can take the CPU between two jobs); removing the file lets it go on."""
-    import time
-
-    if (RUNS / "PAUSE").exists():
-        print(f"paused: waiting for {RUNS / 'PAUSE'} to go", flush=True)
-    while (RUNS / "PAUSE").exists():
-        time.sleep(20)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default="../shared/data")
@@ -148,15 +114,8 @@ def main() -> None:
         wait_while_paused()
         run_job(args.job[0], int(args.job[1]), args.data_dir)
         return
-    if not args.collect:
-        jobs = [(j, s) for s in args.seeds for j in args.only] if args.only else queue(args.seeds)
-        for job, seed in jobs:
-            print(f"== {job} seed {seed}", flush=True)
-            done = subprocess.run([sys.executable, __file__, "--data-dir", args.data_dir, "--job", job, str(seed)])
-            if done.returncode != 0:
-                print(f"!! {job} seed {seed} failed (exit {done.returncode}); going on", flush=True)
-            collect(strict=False)
-    collect(strict=True)
+    jobs = [(j, s) for s in args.seeds for j in args.only] if args.only else queue(args.seeds)
+    run_queue(__file__, args.data_dir, [] if args.collect else jobs, "tasks_report")
 
 
 if __name__ == "__main__":

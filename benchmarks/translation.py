@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
+from jobqueue import train_evaluate
 from xlt.config import find_config, load_config
 from xlt.data.datasets import deduplicate, load_split
 from xlt.evaluate import evaluate_run
 from xlt.tasks.intent_slot import IntentSlot
-from xlt.train import clean_checkpoint, train
 from xlt.translate import get_translator
 from xlt.translate.train_data import shipped_bio_violations
 
@@ -56,13 +55,7 @@ def run_job(name: str, seed: int, data_dir: str) -> Path:
     cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}",
                                              f"name={name}-seed{seed}", f"output_dir={RUNS}",
                                              f"data.eval_langs=[{','.join(langs)}]", *(extra[0] if extra else [])])
-    if not (cfg.run_dir / "results.json").exists():
-        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
-            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
-        train(cfg, resume=(cfg.run_dir / "last").exists())
-        evaluate_run(cfg.run_dir)
-        clean_checkpoint(cfg.run_dir)
-    return cfg.run_dir
+    return train_evaluate(cfg)
 
 
 def run_translate_test(prefix: str, tag: str, langs: list[str], overrides: list[str], seed: int) -> Path | None:

@@ -15,17 +15,11 @@ Runs are resumable and the results are rewritten after each run.  Writes benchma
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+from jobqueue import RUNS, run_queue, train_evaluate
 from xlt.config import find_config, load_config
-from xlt.evaluate import evaluate_run
-from xlt.train import clean_checkpoint, train
 
-HERE = Path(__file__).parent
-RUNS = HERE / "runs"
 XSID_TARGETS = ["ar", "da", "de", "de-ba", "de-muc", "de-st", "gsw", "id", "it", "ja", "kk", "lt", "nap", "nl", "no",
                 "sr", "tr", "zh"]
 # job -> (shipped config, config overrides); {seed} is filled in
@@ -63,27 +57,7 @@ def run_job(name: str, seed: int, data_dir: str) -> Path:
     cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}",
                                              f"name={name}-seed{seed}", f"output_dir={RUNS}",
                                              *[e.format(seed=seed) for e in extra]])
-    if not (cfg.run_dir / "results.json").exists():
-        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
-            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
-        train(cfg, resume=(cfg.run_dir / "last").exists())
-        evaluate_run(cfg.run_dir)
-        clean_checkpoint(cfg.run_dir)
-    return cfg.run_dir
-
-
-def collect_results(strict: bool) -> None:
-    """Rewrite the results from every finished run (the report module is re-read, so it can change mid-run)."""
-    import importlib
-
-    sys.path.insert(0, str(HERE))
-    try:
-        report = importlib.reload(importlib.import_module("xeroalign_filter_report"))
-        report.collect(RUNS, HERE / "results")
-    except Exception as err:  # a reporting bug must not stop hours of training; --collect re-raises
-        if strict:
-            raise
-        print(f"collecting results failed: {err!r}", flush=True)
+    return train_evaluate(cfg)
 
 
 def main() -> None:
@@ -97,16 +71,11 @@ def main() -> None:
     if args.job:  # one run in its own process, so its peak RSS is its own
         run_job(args.job[0], int(args.job[1]), args.data_dir)
         return
-    if not args.collect:
-        queue = [(j, s) for j, s in QUEUE if s in args.seeds and (not args.only or j in args.only)]
-        if args.only:  # jobs asked for by name run on every requested seed
-            queue = [(j, s) for s in args.seeds for j in args.only]
-        for job, seed in queue:
-            print(f"== {job} seed {seed}", flush=True)
-            subprocess.run([sys.executable, __file__, "--data-dir", args.data_dir, "--job", job, str(seed)],
-                           check=True)
-            collect_results(strict=False)
-    collect_results(strict=True)
+    queue = [(j, s) for j, s in QUEUE if s in args.seeds]
+    if args.only:  # jobs asked for by name run on every requested seed
+        queue = [(j, s) for s in args.seeds for j in args.only]
+    run_queue(__file__, args.data_dir, [] if args.collect else queue, "xeroalign_filter_report",
+              stop_on_failure=True)
 
 
 if __name__ == "__main__":

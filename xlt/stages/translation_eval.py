@@ -118,7 +118,8 @@ class TranslationEval:
                 lang = self._other(into)
                 score = bleu([self.text(b) for _, _, b in rows], src_text, lang)
                 metrics[f"roundtrip_bleu_{lang}"] = score
-                metrics[f"identical_{lang}_{into}"] = sum(a == b for a, b in zip(src_text, out_text)) / max(len(rows), 1)
+                same = sum(a == b for a, b in zip(src_text, out_text))
+                metrics[f"identical_{lang}_{into}"] = same / max(len(rows), 1)
                 roundtrip.append(score)
             else:
                 metrics[f"bleu_{name}"] = bleu(out_text, [refs[i] for i, _, _ in rows], into)

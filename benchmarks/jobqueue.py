@@ -1,0 +1,67 @@
+"""What the benchmark scripts share: a resumable fine-tuning run, a queue of jobs each run in its own process (so its
+peak RSS is its own; one at a time: the machine runs one training at a time), a PAUSE file that holds the queue
+between jobs, and results rewritten after every job by a report module that is re-read each time (it can change
+while the queue runs)."""
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+RUNS = HERE / "runs"
+RESULTS = HERE / "results"
+
+
+def train_evaluate(cfg, evaluate: bool = True) -> Path:
+    """Train (resuming an interrupted run), evaluate on the test sets, drop the resumable checkpoint; a finished run
+    is left as it is."""
+    from xlt.evaluate import evaluate_run
+    from xlt.train import clean_checkpoint, train
+
+    done = cfg.run_dir / ("results.json" if evaluate else "train_summary.json")
+    if not done.exists():
+        if cfg.run_dir.exists() and not (cfg.run_dir / "last").exists():
+            shutil.rmtree(cfg.run_dir)  # stopped before its first checkpoint: nothing to resume
+        train(cfg, resume=(cfg.run_dir / "last").exists())
+        if evaluate:
+            evaluate_run(cfg.run_dir)
+        clean_checkpoint(cfg.run_dir)  # best/ stays (a FILTER teacher needs only best/)
+    return cfg.run_dir
+
+
+def wait_while_paused() -> None:
+    """``touch benchmarks/runs/PAUSE`` holds a queue before its next job (another benchmark may take the CPU between
+    two jobs); removing the file lets it go on."""
+    if (RUNS / "PAUSE").exists():
+        print(f"paused: waiting for {RUNS / 'PAUSE'} to go", flush=True)
+    while (RUNS / "PAUSE").exists():
+        time.sleep(20)
+
+
+def collect(report_module: str, strict: bool) -> None:
+    """``report_module.collect(RUNS, RESULTS)``; a reporting bug must not stop hours of training (strict re-raises)."""
+    sys.path.insert(0, str(HERE))
+    try:
+        importlib.reload(importlib.import_module(report_module)).collect(RUNS, RESULTS)
+    except Exception as err:
+        if strict:
+            raise
+        print(f"collecting results failed: {err!r}", flush=True)
+
+
+def run_queue(script: str, data_dir: str, jobs: list[tuple[str, int]], report_module: str,
+              stop_on_failure: bool = False) -> None:
+    """Run ``script --job NAME SEED`` for each job in turn, rewriting the results after each."""
+    for job, seed in jobs:
+        print(f"== {job} seed {seed}", flush=True)
+        done = subprocess.run([sys.executable, script, "--data-dir", data_dir, "--job", job, str(seed)])
+        if done.returncode != 0:
+            if stop_on_failure:
+                raise SystemExit(f"{job} seed {seed} failed (exit {done.returncode})")
+            print(f"!! {job} seed {seed} failed (exit {done.returncode}); going on", flush=True)
+        collect(report_module, strict=False)
+    collect(report_module, strict=True)
