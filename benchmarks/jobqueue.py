@@ -4,6 +4,7 @@ between jobs, and results rewritten after every job by a report module that is r
 while the queue runs)."""
 from __future__ import annotations
 
+import argparse
 import importlib
 import shutil
 import subprocess
@@ -65,3 +66,22 @@ def run_queue(script: str, data_dir: str, jobs: list[tuple[str, int]], report_mo
             print(f"!! {job} seed {seed} failed (exit {done.returncode}); going on", flush=True)
         collect(report_module, strict=False)
     collect(report_module, strict=True)
+
+
+def queue_main(doc: str, script: str, report_module: str, run_job, queue, only_help: str,
+               seeds_of=lambda job, seeds: seeds) -> None:
+    """The command line of a queued benchmark: ``[--seeds ...] [--only JOB ...] [--collect]``; ``--job NAME SEED``
+    (internal) runs one job in this process.  ``seeds_of(job, seeds)``: the seeds a job named by --only runs on."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--only", nargs="+", help=only_help)
+    ap.add_argument("--collect", action="store_true", help="only rewrite results from the finished runs")
+    ap.add_argument("--job", nargs=2, metavar=("NAME", "SEED"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.job:
+        wait_while_paused()
+        run_job(args.job[0], int(args.job[1]), args.data_dir)
+        return
+    jobs = [(j, s) for j in args.only for s in seeds_of(j, args.seeds)] if args.only else queue(args.seeds)
+    run_queue(script, args.data_dir, [] if args.collect else jobs, report_module)

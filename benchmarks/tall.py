@@ -19,10 +19,9 @@ Jobs run one at a time, each in its own process, resumable; the results are rewr
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from jobqueue import RUNS, run_queue, train_evaluate, wait_while_paused
+from jobqueue import RUNS, queue_main, train_evaluate
 
 PAIRS = {"en-ja": "pretrain-tall-en-ja", "en-de": "pretrain-tall-en-de"}
 ABLATIONS = {"dae_only": ["phases.1.objectives={dae: 1.0}"],
@@ -79,20 +78,9 @@ def run_job(job: str, seed: int, data_dir: str) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-dir", default="../shared/data")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--only", nargs="+", help="job names (e.g. pretrain-en-ja, nlu-en-ja-none), on every seed")
-    ap.add_argument("--collect", action="store_true", help="only rewrite results from the finished runs")
-    ap.add_argument("--job", nargs=2, metavar=("NAME", "SEED"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.job:
-        wait_while_paused()
-        run_job(args.job[0], int(args.job[1]), args.data_dir)
-        return
-    jobs = [(j, s) for j in args.only for s in (args.seeds if j.startswith("nlu") else [1])] if args.only \
-        else queue(args.seeds)
-    run_queue(__file__, args.data_dir, [] if args.collect else jobs, "tall_report")
+    queue_main(__doc__, __file__, "tall_report", run_job, queue,
+               "job names (pretrain-en-ja: seed 1; nlu-en-ja-none: every seed)",
+               seeds_of=lambda job, seeds: seeds if job.startswith("nlu") else [1])
 
 
 if __name__ == "__main__":

@@ -18,11 +18,10 @@ job: benchmarks/results/{xnli,pawsx,panx,udpos,filter-equal-steps}.{json,md}.
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
-from jobqueue import RUNS, run_queue, train_evaluate, wait_while_paused
+from jobqueue import RUNS, queue_main, train_evaluate
 
 TASKS = ("panx", "udpos", "xnli", "pawsx")
 LRS = ("1e-4", "3e-4")
@@ -103,19 +102,8 @@ def queue(seeds: list[int]) -> list[tuple[str, int]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-dir", default="../shared/data")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--only", nargs="+", help="job names (e.g. panx-zero-shot); run on every requested seed")
-    ap.add_argument("--collect", action="store_true", help="only rewrite results from the finished runs")
-    ap.add_argument("--job", nargs=2, metavar=("NAME", "SEED"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.job:
-        wait_while_paused()
-        run_job(args.job[0], int(args.job[1]), args.data_dir)
-        return
-    jobs = [(j, s) for s in args.seeds for j in args.only] if args.only else queue(args.seeds)
-    run_queue(__file__, args.data_dir, [] if args.collect else jobs, "tasks_report")
+    queue_main(__doc__, __file__, "tasks_report", run_job, queue,
+               "job names (e.g. panx-zero-shot); run on every requested seed")
 
 
 if __name__ == "__main__":
