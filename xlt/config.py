@@ -224,6 +224,9 @@ class CorpusConfig:
     files: list[str] = field(default_factory=list)  # globs under data_dir, e.g. mono/ja/*.txt
     # globs by language, for stages that need each sentence's language (TALL): {en: [mono/en/*.txt], ja: [...]}
     langs: dict[str, list[str]] = field(default_factory=dict)
+    # line-aligned parallel text by non-English language, for stages that read pairs (Unicoder): globs of that
+    # language's files, the English side being the same path with suffix .en, or "other_file|english_file"
+    parallel: dict[str, list[str]] = field(default_factory=dict)
     heldout_lines: int = 500  # the last N lines of each file: held out for evaluation, never trained on
     max_lines: int = 0  # >0: read at most this many training lines per file (stated in the report)
     max_length: int = 64  # sub-tokens per training sequence; longer lines are split into pieces (counted)
