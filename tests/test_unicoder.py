@@ -1,0 +1,47 @@
+"""Unicoder objectives on tiny-random: word recovery's attention mixture (shapes, padding, the paper's formula),
+gradients through every objective, the shared MLM head."""
+import torch
+
+from xlt import zoo
+from xlt.core.batching import IGNORE
+from xlt.losses.mlm import MaskedLanguageModel
+from xlt.losses.unicoder import ParaphraseClassifier, SharedHeadMLM, WordRecovery
+
+
+def test_word_recovery_mixture_is_the_papers_attention():
+    torch.manual_seed(0)
+    wr = WordRecovery(8)
+    x, y = torch.randn(2, 5, 8), torch.randn(2, 4, 8)
+    y_mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    mixed, attention = wr.mixture(x, y, y_mask)
+    assert mixed.shape == (2, 5, 8) and attention.shape == (2, 5, 4)
+    assert torch.allclose(attention.sum(-1), torch.ones(2, 5))
+    assert torch.all(attention[1, :, 2:] == 0)  # padding of Y gets no weight
+    # A_ij = W [x_i, y_j, x_i * y_j], written out
+    naive = torch.stack([torch.stack([wr.score(torch.cat([x[0, i], y[0, j], x[0, i] * y[0, j]]))[0]
+                                      for j in range(4)]) for i in range(5)])
+    assert torch.allclose(attention[0], naive.softmax(-1), atol=1e-6)
+    assert torch.allclose(mixed[0], naive.softmax(-1) @ y[0], atol=1e-5)
+
+
+def test_objectives_train_through_the_shared_head(xlt_home):
+    encoder, _, _ = zoo.load_encoder("tiny-random")
+    H, V = encoder.config.hidden_size, encoder.config.vocab_size
+    head = MaskedLanguageModel(H).resize(V)
+    ids = torch.randint(5, V, (3, 7))
+    mask = torch.ones(3, 7, dtype=torch.long)
+    labels = torch.full((3, 7), IGNORE)
+    labels[:, 2] = ids[:, 2]
+    out = SharedHeadMLM("tlm")(encoder, {"input_ids": ids, "attention_mask": mask, "mlm_labels": labels},
+                               lm_head=head)
+    assert set(out) == {"loss", "tlm_loss", "tlm_accuracy"}
+    wr = WordRecovery(H)
+    batch = {"input_ids": ids, "attention_mask": mask, "other_ids": ids[:, :5], "other_mask": mask[:, :5],
+             "recover_labels": torch.where(mask.bool(), ids, torch.full_like(ids, IGNORE))}
+    got = wr(encoder, batch, lm_head=head)
+    got["loss"].backward()
+    assert wr.score.weight.grad is not None and wr.score.weight.grad.abs().sum() > 0
+    assert encoder.get_input_embeddings().weight.grad.abs().sum() > 0 and head.bias.grad.abs().sum() > 0
+    para = ParaphraseClassifier(H)
+    res = para(encoder, {"input_ids": ids, "attention_mask": mask, "paraphrase": torch.tensor([1, 0, 1])})
+    assert torch.isfinite(res["loss"]) and 0 <= float(res["paraphrase_accuracy"]) <= 1
