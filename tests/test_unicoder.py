@@ -45,3 +45,22 @@ def test_objectives_train_through_the_shared_head(xlt_home):
     para = ParaphraseClassifier(H)
     res = para(encoder, {"input_ids": ids, "attention_mask": mask, "paraphrase": torch.tensor([1, 0, 1])})
     assert torch.isfinite(res["loss"]) and 0 <= float(res["paraphrase_accuracy"]) <= 1
+
+
+def test_hard_negatives_exclude_the_translation_and_its_copies():
+    from xlt.stages.hard_negatives import mine, train_dan
+
+    torch.manual_seed(0)
+    # "translations": other-side token t + 50 for English token t; sentences share words so negatives are close
+    english = [[0, 5, 6, 7, 2], [0, 5, 6, 8, 2], [0, 9, 10, 11, 2], [0, 9, 10, 12, 2], [0, 5, 6, 7, 2],
+               [0, 13, 14, 2]]
+    other = [[0] + [t + 50 for t in s[1:-1]] + [2] for s in english]
+    lang = ["de"] * 5 + ["es"]
+    dan = train_dan(english, other, torch.randn(70, 16), {0, 2}, seed=1, steps=200, batch_size=6, lr=1e-2)
+    negatives, report = mine(english, other, lang, dan, {0, 2}, seed=1)
+    for i, j in enumerate(negatives):
+        assert j != i and other[j] != other[i]  # pairs 0 and 4 have the same text: never each other's negative
+        assert lang[j] == lang[i] or lang[i] == "es"  # es has no other sentence: a random one of another language
+    assert negatives[1] in (0, 4) and negatives[2] == 3  # the nearest sentence that is not the translation
+    assert report["hard_negatives"] == 5 and report["random_negatives"] == 1  # es has no other candidate
+    assert report["dan_retrieval_accuracy"] >= 4 / 6
