@@ -64,3 +64,32 @@ def test_hard_negatives_exclude_the_translation_and_its_copies():
     assert negatives[1] in (0, 4) and negatives[2] == 3  # the nearest sentence that is not the translation
     assert report["hard_negatives"] == 5 and report["random_negatives"] == 1  # es has no other candidate
     assert report["dan_retrieval_accuracy"] >= 4 / 6
+
+
+def test_code_switched_documents_alternate_languages_within_a_file():
+    from xlt.stages.unicoder_data import code_switched_documents, pair_input
+
+    assert pair_input([0, 5, 2], [0, 7, 8, 2], eos=2) == [0, 5, 2, 2, 7, 8, 2]
+    english = [[0, 10 + i, 2] for i in range(7)]
+    other = [[0, 100 + i, 101 + i, 2] for i in range(7)]
+    file = [0, 0, 0, 0, 0, 1, 1]
+    docs = code_switched_documents(english, other, ["de"] * 7, file, max_length=8, in_document={0, 1})
+    for d in docs:
+        assert d.ids[0] == 0 and d.ids[-1] == 2 and len(d.ids) <= 8
+        assert all(a != b for a, b in zip(d.langs, d.langs[1:]))  # languages alternate
+        assert len({file[d.first_pair + k] for k in range(len(d.langs))}) == 1  # never across files
+    assert docs[0].ids == [0, 10, 2, 101, 102, 2, 12, 2] and docs[0].langs == ["en", "de", "en"]  # 8 tokens
+    assert docs[1].langs[0] == "de"  # the next document starts in the other language
+    assert code_switched_documents(english, other, ["de"] * 7, file, 8, in_document={1})[0].first_pair == 5
+
+
+def test_interleaved_batches_code_their_objective():
+    from xlt.stages.unicoder_data import Interleaved
+
+    plan = Interleaved(["mlm", "tlm"], {"mlm": [3] * 10, "tlm": [4] * 3}, ["mlm", "tlm", "paraphrase"])
+    batches = plan.batches(batch_size=2, bucket_size=2, seed=1, epoch=0)
+    decoded = [plan.decode(b) for b in batches]
+    assert [o for o, _ in decoded] == ["mlm", "tlm"] * 5  # in turn, the shorter task repeated
+    assert sorted(i for o, idx in decoded if o == "mlm" for i in idx) == list(range(10))
+    assert all(0 <= i < 3 for o, idx in decoded if o == "tlm" for i in idx)
+    assert batches == plan.batches(batch_size=2, bucket_size=2, seed=1, epoch=0)  # deterministic: resumable

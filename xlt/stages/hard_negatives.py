@@ -6,7 +6,8 @@ DAN, excluding Y itself and any sentence with Y's text.
 
 ``mine(english, other, lang, ...)`` -> (negative index per pair, report); the report gives the DAN's retrieval
 accuracy on the pairs (how often the true translation is X's nearest sentence), the share of hard negatives (the
-rest fall back to a random sentence of another language when theirs has no other candidate) and the mean similarity of positives and negatives.
+rest fall back to a random sentence of another language when theirs has no other candidate) and the mean similarity
+of positives and negatives.
 """
 from __future__ import annotations
 
