@@ -59,3 +59,22 @@ class MaskedLanguageModel(nn.Module):
         loss = nn.functional.cross_entropy(logits, labels[chosen])
         accuracy = (logits.argmax(-1) == labels[chosen]).float().mean()
         return {"loss": loss, "mlm_loss": loss.detach(), "mlm_accuracy": accuracy.detach()}
+
+
+def save_mlm_head(head: MaskedLanguageModel, folder, trim, full_vocab_size: int) -> dict:
+    """The MLM head beside an exported encoder: ``mlm_head.safetensors`` (its bias over the FULL vocabulary: 0 for
+    ids a trimmed run never used) + ``mlm_head.json``."""
+    import json
+
+    from safetensors.torch import save_file
+
+    bias = head.bias.detach().cpu()
+    if trim is not None:
+        bias = trim.untrim_into(bias, torch.zeros(full_vocab_size))
+    state = {"dense.weight": head.dense.weight, "dense.bias": head.dense.bias, "norm.weight": head.norm.weight,
+             "norm.bias": head.norm.bias}
+    save_file({**{k: v.detach().cpu().contiguous() for k, v in state.items()}, "bias": bias.contiguous()},
+              str(folder / "mlm_head.safetensors"))
+    (folder / "mlm_head.json").write_text(json.dumps({"kind": "bert_mlm_head", "tied_to": "input embeddings",
+                                                      "hidden": int(head.dense.weight.shape[0])}))
+    return {"mlm_head": "mlm_head.safetensors"}

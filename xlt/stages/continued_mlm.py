@@ -18,7 +18,7 @@ from torch import nn
 
 from xlt.core.batching import IGNORE, length_bucketed_batches, pad_ids
 from xlt.core.vocab import token_id
-from xlt.losses.mlm import MaskedLanguageModel, mask_tokens
+from xlt.losses.mlm import MaskedLanguageModel, mask_tokens, save_mlm_head
 from xlt.stages import PretrainModel, Stage
 
 
@@ -139,19 +139,4 @@ class ContinuedMLM(Stage):
         return total, count
 
     def export(self, model: PretrainModel, folder) -> dict:
-        """The MLM head beside the encoder (its bias over the FULL vocabulary: 0 for ids the corpora never used)."""
-        import json
-
-        from safetensors.torch import save_file
-
-        head = model.objectives["mlm"]
-        bias = head.bias.detach().cpu()
-        if self.trim is not None:
-            bias = self.trim.untrim_into(bias, torch.zeros(self.tokenizer.get_vocab_size()))
-        state = {"dense.weight": head.dense.weight, "dense.bias": head.dense.bias, "norm.weight": head.norm.weight,
-                 "norm.bias": head.norm.bias}
-        save_file({**{k: v.detach().cpu().contiguous() for k, v in state.items()}, "bias": bias.contiguous()},
-                  str(folder / "mlm_head.safetensors"))
-        (folder / "mlm_head.json").write_text(json.dumps({"kind": "bert_mlm_head", "tied_to": "input embeddings",
-                                                          "hidden": int(head.dense.weight.shape[0])}))
-        return {"mlm_head": "mlm_head.safetensors"}
+        return save_mlm_head(model.objectives["mlm"], folder, self.trim, self.tokenizer.get_vocab_size())
