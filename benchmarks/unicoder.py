@@ -1,0 +1,99 @@
+"""Benchmark: Unicoder pre-training (Huang et al. 2019) ablations, fine-tuned zero-shot on XNLI and xSID.
+
+Pre-training (``xlt pretrain pretrain-unicoder``, seed 1; the shipped budget: 200 steps of new heads on the frozen
+encoder, then 1600 steps of everything, batch 32) in the variants of the paper's ablation: ``mlm`` (MLM only),
+``mlm+tlm`` (XLM), ``word_recovery`` / ``paraphrase`` / ``cs_mlm`` (XLM + that task), ``all5``.  Fine-tuning, 3 seeds
+each, checkpoint chosen on the ENGLISH dev set: ``xnli-zero-shot`` (learning rate as chosen by benchmarks/tasks.py's
+English-dev probes) and ``xsid-zero-shot``, on each pre-trained encoder; ``all5+multi_language`` adds
+multi-language fine-tuning where translations exist (XNLI: es by Apertium; xSID: sr by Apertium, da shipped MT).
+``none`` (the shipped encoder) rows come from the runs of benchmarks/tasks.py (xnli-zero-shot) and
+results/xsid-zero-shot.json: the same configs and seeds.
+
+    python benchmarks/unicoder.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
+    python benchmarks/unicoder.py --collect
+
+Writes ``benchmarks/results/unicoder.{json,md}``; resumable; ``touch benchmarks/runs/PAUSE`` holds the queue.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobqueue import RUNS, queue_main, train_evaluate
+
+VARIANTS = {
+    "mlm": ["mlm"],
+    "mlm+tlm": ["mlm", "tlm"],
+    "word_recovery": ["mlm", "tlm", "word_recovery"],
+    "paraphrase": ["mlm", "tlm", "paraphrase"],
+    "cs_mlm": ["mlm", "tlm", "cs_mlm"],
+    "all5": ["mlm", "tlm", "word_recovery", "paraphrase", "cs_mlm"],
+}
+MULTI = {"xnli": ["train.method=multi_language", "translation.translator=apertium", "translation.languages=[es]"],
+         "xsid": ["train.method=multi_language", "translation.translator=apertium", "translation.languages=[sr,da]",
+                  "translation.per_language=[da=file]"]}
+
+
+def stage_dir(variant: str) -> Path:
+    return RUNS / f"unicoder-{variant.replace('+', '-')}"
+
+
+def run_pretrain(variant: str, data_dir: str) -> Path:
+    from xlt.config import find_config, load_stage_config
+    from xlt.stages import run_stage
+
+    tasks = "{" + ", ".join(f"{t}: 1.0" for t in VARIANTS[variant]) + "}"
+    cfg = load_stage_config(find_config("pretrain-unicoder"), [
+        f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
+        f"phases.0.objectives={tasks}", f"phases.1.objectives={tasks}"])
+    if not (cfg.run_dir / "results.json").exists():
+        run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
+    return cfg.run_dir
+
+
+def run_fine_tune(dataset: str, variant: str, seed: int, data_dir: str) -> Path:
+    import sys
+
+    from xlt.config import find_config, load_config
+
+    base = variant.removesuffix("+multi_language")
+    stage = stage_dir(base)
+    if not (stage / "results.json").exists():
+        raise SystemExit(f"{stage}: pre-train first (job pretrain-{base})")
+    extra = MULTI[dataset] if variant.endswith("+multi_language") else []
+    if dataset == "xnli":
+        sys.path.insert(0, str(Path(__file__).parent))
+        from tasks import chosen_lr  # the English-dev learning rate of the zero-shot XNLI runs
+        extra = [f"train.lr={chosen_lr('xnli')}", *extra]
+    cfg = load_config(find_config(f"{dataset}-zero-shot"), [
+        f"data.data_dir={data_dir}", f"train.seed={seed}", f"model.name={stage / 'model'}", f"output_dir={RUNS}",
+        f"name={dataset}-unicoder-{variant.replace('+', '-')}-seed{seed}", *extra])
+    return train_evaluate(cfg)
+
+
+def queue(seeds: list[int]) -> list[tuple[str, int]]:
+    """all5 first (the main question), then XLM (mlm+tlm), then the single additions, then MLM alone."""
+    q = []
+    for variant in ("all5", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "mlm"):
+        q.append((f"pretrain-{variant}", 1))
+        q += [(f"{d}-{variant}", s) for s in seeds for d in ("xsid", "xnli")]
+        if variant == "all5":
+            q += [(f"{d}-all5+multi_language", s) for s in seeds for d in ("xsid", "xnli")]
+    return q
+
+
+def run_job(job: str, seed: int, data_dir: str) -> None:
+    kind, variant = job.split("-", 1)
+    if kind == "pretrain":
+        run_pretrain(variant, data_dir)
+    else:
+        run_fine_tune(kind, variant, seed, data_dir)
+
+
+def main() -> None:
+    queue_main(__doc__, __file__, "unicoder_report", run_job, queue,
+               "job names (pretrain-all5: seed 1; xnli-all5, xsid-mlm+tlm: every seed)",
+               seeds_of=lambda job, seeds: [1] if job.startswith("pretrain") else seeds)
+
+
+if __name__ == "__main__":
+    main()

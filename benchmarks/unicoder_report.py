@@ -1,0 +1,145 @@
+"""Collect the runs of benchmarks/unicoder.py into results/unicoder.json (+ .md), format ../shared/RESULTS_FORMAT.md.
+
+Rows: ``unicoder_pretrain`` (one per variant and phase: held-out loss / accuracy of each trained task, cost, data),
+fine-tuning rows (``zero_shot`` or ``multi_language``; ``variant`` = the pre-training; ``seen`` = whether the
+pre-training had text in that language), and ``variant: none`` rows (the shipped encoder, same configs and seeds).
+"""
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+MAIN = {"xnli": ["accuracy"], "xsid": ["intent_acc", "slot_f1", "semantic_acc"]}
+ORDER = ["none", "mlm", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "all5", "all5+multi_language"]
+
+
+def _seen(runs: Path) -> set[str]:
+    """The languages a pre-training read: English, those of its translation pairs and of its mono/{lang}/ files."""
+    import re
+
+    for run in sorted(runs.glob("unicoder-*/results.json")):
+        res = json.loads(run.read_text())
+        mono = {m.group(1) for f in res["corpus"]["files"] if (m := re.search(r"/mono/([^/]+)/", f["file"]))}
+        return {"en", *mono, *(res["export"]["data"]["parallel"].get("pairs_per_language") or {})}
+    return set()
+
+
+def _pretrain_rows(run: Path, variant: str) -> list[dict]:
+    res = json.loads((run / "results.json").read_text())
+    data = res.get("export", {}).get("data", {})
+    rows = []
+    for phase in res["phases"]:
+        ev, s = phase["final_eval"], phase["summary"]
+        rows.append({"method": "unicoder_pretrain", "dataset": "mono+parallel", "lang": "multi", "seed": 1,
+                     "variant": variant, "phase": phase["name"], "steps": s["step"],
+                     **{k: round(v, 4) for k, v in ev.items() if k.startswith("heldout_")},
+                     "train_sentences": s["train_sentences"], "train_tokens": s["train_tokens"],
+                     "train_seconds": round(s["train_seconds"], 1),
+                     "tokens_per_second": round(s["tokens_per_second"], 1),
+                     "peak_rss_mb": round(s["peak_rss_mb"])})
+    rows[-1]["data"] = {"monolingual_files": [{k: f[k] for k in ("file", "train_sequences", "train_tokens")}
+                                              for f in res["corpus"]["files"]],
+                        "pairs_per_language": data.get("parallel", {}).get("pairs_per_language"),
+                        "documents": data.get("documents"),
+                        "paraphrase_negatives": data.get("paraphrase_negatives")}
+    return rows
+
+
+def _fine_tune_rows(res: dict, variant: str, seen: set[str], method: str) -> list[dict]:
+    ts = res.get("train_summary", {})
+    return [{"method": method, "task": "pair_classification" if res["dataset"] == "xnli" else "intent_slot",
+             "dataset": res["dataset"], "lang": lang, "seed": res["seed"], "regime": "equal_steps",
+             "variant": variant, "seen": lang in seen, **{k: round(m[k], 4) for k in MAIN[res["dataset"]]},
+             "n_test": m["n"], "steps": ts.get("step"), "best_step": res.get("best_step"),
+             "train_seconds": round(ts.get("train_seconds", 0), 1)} for lang, m in res["per_language"].items()]
+
+
+def collect(runs: Path, results_dir: Path) -> None:
+    from unicoder import VARIANTS, stage_dir  # benchmarks/unicoder.py, on sys.path when run from there
+
+    seen = _seen(runs)
+    rows = []
+    for variant in VARIANTS:
+        if (stage_dir(variant) / "results.json").exists():
+            rows += _pretrain_rows(stage_dir(variant), variant)
+    for run in sorted(runs.glob("*-unicoder-*-seed*")):
+        if (run / "results.json").exists():
+            res = json.loads((run / "results.json").read_text())
+            variant = run.name.split("-unicoder-", 1)[1].rsplit("-seed", 1)[0]
+            variant = {"mlm-tlm": "mlm+tlm", "all5-multi_language": "all5+multi_language"}.get(variant, variant)
+            rows += _fine_tune_rows(res, variant, seen, "multi_language" if "multi" in variant else "zero_shot")
+    seeds = sorted({r["seed"] for r in rows if r["method"] != "unicoder_pretrain"}) or [1, 2, 3]
+    for seed in seeds:  # the shipped encoder: the zero-shot XNLI runs of benchmarks/tasks.py, same config and seed
+        path = runs / f"xnli-zero-shot-seed{seed}" / "results.json"
+        if path.exists():
+            rows += _fine_tune_rows(json.loads(path.read_text()), "none", seen, "zero_shot")
+    xsid = json.loads((results_dir / "xsid-zero-shot.json").read_text())
+    rows += [{**r, "task": "intent_slot", "variant": "none", "seen": r["lang"] in seen,
+              "source": "benchmarks/results/xsid-zero-shot.json"} for r in xsid["rows"] if r["seed"] in seeds]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    notes = ("Unicoder pre-training of multilingual-e5-small (config pretrain-unicoder: 200 steps of the new heads "
+             "on the frozen encoder at lr 1e-3, then 1600 steps of everything at lr 5e-5, batch 32, a batch of each "
+             "task in turn; monolingual text mono/{en,de,es,ja,zh,tr}; translation pairs: Bibles en-de, en-es (also "
+             "the code-switched documents), gettext catalogs en-{de,es,ja,zh,tr}; amounts in the pretrain rows' "
+             "data). Variants: mlm; mlm+tlm (XLM); word_recovery / paraphrase / cs_mlm = XLM + that task; all5. "
+             "Fine-tuning: xnli-zero-shot (lr chosen on English dev by benchmarks/tasks.py) and xsid-zero-shot "
+             "(1000 steps x 32, lr 3e-4), checkpoint chosen on the ENGLISH dev set, seeds " + str(seeds) + "; "
+             "all5+multi_language: multi-language fine-tuning (XNLI: + es by Apertium; xSID: + sr by Apertium, da "
+             "shipped MT). seen = the pre-training read text in that language. none = the shipped encoder.")
+    out = {"benchmark": "unicoder", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "git_commit": commit, "machine": f"{platform.machine()}, 2 CPU threads, device cpu",
+           "model": "multilingual-e5-small", "selection": "source-dev", "notes": notes, "rows": rows}
+    (results_dir / "unicoder.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    (results_dir / "unicoder.md").write_text(markdown(out))
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{100 * values[0]:.1f} (1 seed)"
+    return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
+
+
+def markdown(out: dict) -> str:
+    rows = out["rows"]
+    lines = ["# unicoder", "", out["notes"], ""]
+    pre = [r for r in rows if r["method"] == "unicoder_pretrain"]
+    if pre:
+        tasks = ["mlm", "tlm", "word_recovery", "paraphrase", "cs_mlm"]
+        lines += ["## Pre-training: held-out accuracy of each trained task (after each phase)", "",
+                  "| variant | phase | steps | " + " | ".join(tasks) + " | wall-clock s |", "|---" * 9 + "|"]
+        for r in pre:
+            cells = [f"{100 * r[f'heldout_{t}_accuracy']:.1f}" if f"heldout_{t}_accuracy" in r else "–" for t in tasks]
+            lines.append(f"| {r['variant']} | {r['phase']} | {r['steps']} | " + " | ".join(cells)
+                         + f" | {r['train_seconds']:.0f} |")
+    fine = [r for r in rows if r["method"] != "unicoder_pretrain"]
+    for dataset, metrics in MAIN.items():
+        got = [r for r in fine if r["dataset"] == dataset]
+        if not got:
+            continue
+        variants = [v for v in ORDER if any(r["variant"] == v for r in got)]
+        metric = metrics[-1]  # accuracy (XNLI), semantic accuracy (xSID)
+        lines += ["", f"## {dataset}: {metric} (test, mean ± std over seeds; * = language seen in pre-training)", "",
+                  "| lang | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
+        langs = sorted({r["lang"] for r in got}, key=lambda x: (x != "en", x))
+        for lang in langs:
+            mark = "*" if any(r["seen"] for r in got if r["lang"] == lang) else ""
+            lines.append(f"| {lang}{mark} | " + " | ".join(
+                _mean_std([r[metric] for r in got if r["lang"] == lang and r["variant"] == v]) for v in variants)
+                + " |")
+        for label, keep in (("avg seen targets", True), ("avg unseen targets", False)):
+            cells = []
+            for v in variants:
+                per_seed = {}
+                for r in got:
+                    if r["variant"] == v and r["lang"] != "en" and r["seen"] == keep:
+                        per_seed.setdefault(r["seed"], []).append(r[metric])
+                cells.append(_mean_std([statistics.mean(x) for x in per_seed.values()]))
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
