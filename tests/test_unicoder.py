@@ -173,3 +173,34 @@ def test_unicoder_kill_and_resume_is_exact(unicoder_data, tmp_path, xlt_home):
     resumed = run_stage(cfg, resume=True)
     a, b = load_file(str(straight / "model.safetensors")), load_file(str(resumed / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_unicoder_examples_per_task(unicoder_data, tmp_path, xlt_home):
+    """TLM masks both halves, word recovery asks for every real token of the recovered side, paraphrase positives
+    are translations and negatives are not, the held-out paraphrase set is balanced."""
+    from xlt import zoo
+    from xlt.core.vocab import prepare_tokenizer
+    from xlt.data.corpora import load_corpus
+    from xlt.stages.unicoder import Unicoder
+
+    cfg = unicoder_cfg(unicoder_data, tmp_path)
+    folder = zoo.resolve("tiny-random")
+    tok = prepare_tokenizer(zoo.load_tokenizer(folder))
+    corpus = load_corpus(cfg.corpus, tok, folder / "tokenizer.json", tmp_path / "cache")
+    stage = Unicoder(cfg, tok, corpus, None)
+    encoder, _, _ = zoo.load_encoder("tiny-random")
+    stage.objectives(encoder)  # mines the paraphrase negatives
+    n = len(stage.pairs)
+    tlm = stage.examples("tlm", list(range(16)), list(range(16)), heldout=False)
+    sep = [row.tolist().index(stage.eos) for row in tlm["input_ids"]]  # end of the English half
+    masked = tlm["mlm_labels"] != IGNORE
+    assert any(masked[r, :sep[r]].any() for r in range(16)) and any(masked[r, sep[r] + 1:].any() for r in range(16))
+    wr = stage.examples("word_recovery", [0, 1, 2, 3], [1, 2, 3, 4], heldout=False)
+    real = wr["attention_mask"].bool() & ~torch.isin(wr["input_ids"], stage.specials)
+    assert torch.equal(wr["recover_labels"] != IGNORE, real)
+    para = stage.examples("paraphrase", [0, n], [5, 5], heldout=False)
+    assert para["paraphrase"].tolist() == [1, 0] and stage.negatives[0] != 0
+    assert stage.pairs.other[stage.negatives[0]] != stage.pairs.other[0]
+    held = stage.heldout_examples("paraphrase")
+    m = len(stage.heldout_pairs)
+    assert sum(e < m for e in held) == sum(e >= m for e in held) > 0

@@ -213,6 +213,14 @@ class Unicoder(Stage):
         return {"input_ids": torch.cat(masked), "attention_mask": attention, "mlm_labels": torch.cat(labels)}
 
     # ---- evaluation and export -------------------------------------------------------------------------------------
+    def heldout_examples(self, task: str) -> list[int]:
+        """The held-out examples a task is evaluated on: the first ``eval_examples``; for paraphrase the first pairs
+        each as a positive and with its negative (a balanced set: answering one class scores 50 %)."""
+        if task == "paraphrase":
+            n = len(self.heldout_pairs)
+            return [e for i in range(min(n, self.options.eval_examples // 2)) for e in (i, n + i)]
+        return list(range(min(len(self._sizes(task, heldout=True)), self.options.eval_examples)))
+
     @torch.no_grad()
     def evaluate(self, model: PretrainModel, accelerator) -> tuple[dict, float]:
         was_training = model.training
@@ -222,7 +230,7 @@ class Unicoder(Stage):
         totals = {}
         for task in self.used:
             sizes = self._sizes(task, heldout=True)
-            order = sorted(range(min(len(sizes), self.options.eval_examples)), key=lambda i: sizes[i])[rank::world]
+            order = sorted(self.heldout_examples(task), key=lambda i: sizes[i])[rank::world]
             loss_sum = acc_sum = count = 0.0
             for start in range(0, len(order), bs):
                 idx = order[start:start + bs]
