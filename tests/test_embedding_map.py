@@ -1,0 +1,58 @@
+"""MUSE-style alignment (TreLM step 1): the adversarial map stays orthogonal, CSLS undoes hubs, Procrustes and its
+refinement recover a hidden rotation, precision@1 counts any gold translation."""
+import torch
+
+from xlt.align.embedding_map import (AdversarialSettings, adversarial_map, csls, orthogonalize, precision_at_1,
+                                     procrustes, refine)
+
+
+def rotation(dim, seed):
+    q, _ = torch.linalg.qr(torch.randn(dim, dim, generator=torch.Generator().manual_seed(seed)))
+    return q
+
+
+def test_orthogonalize_pulls_towards_orthogonal_and_the_adversarial_map_stays_there():
+    W = torch.eye(8) + 0.05 * torch.randn(8, 8, generator=torch.Generator().manual_seed(0))
+    errors = []
+    for _ in range(200):
+        errors.append(float(torch.linalg.norm(W @ W.T - torch.eye(8))))
+        W = orthogonalize(W, 0.05)
+    assert errors[-1] < 0.01 * errors[0]
+    src = torch.randn(300, 8, generator=torch.Generator().manual_seed(1))
+    tgt = src @ rotation(8, 2).T
+    runs = {}
+    for beta in (0.0, 0.01):
+        settings = AdversarialSettings(epochs=2, epoch_size=3200, batch_size=32, discriminator_hidden=32,
+                                       most_frequent=300, lr=0.01, beta=beta)
+        runs[beta] = adversarial_map(src, tgt, settings)
+    W, log = runs[0.01]
+    assert len(log) == 2 and all(e["orthogonality_error"] < 0.01 for e in log)
+    assert torch.linalg.norm(W @ W.T - torch.eye(8)) < 0.01
+    assert runs[0.0][1][-1]["orthogonality_error"] > 2 * log[-1]["orthogonality_error"]  # without it W drifts
+
+
+def test_csls_prefers_the_translation_to_a_hub():
+    # sources e1..e3; target 0 is a hub (e1 + e2 + e3: cosine 0.58 to every source); target i is the translation of
+    # source i - 1 (e_i + 1.5 e_{3+i}: cosine 0.55, and 0 to the other sources)
+    eye = torch.eye(6)
+    src = eye[:3]
+    tgt = torch.stack([eye[0] + eye[1] + eye[2]] + [eye[i] + 1.5 * eye[3 + i] for i in range(3)])
+    plain = (torch.nn.functional.normalize(src, dim=1) @ torch.nn.functional.normalize(tgt, dim=1).T).argmax(1)
+    assert plain.tolist() == [0, 0, 0]  # nearest-neighbour retrieval: the hub wins for every word
+    assert csls(src, tgt, k=2).argmax(1).tolist() == [1, 2, 3]
+    assert precision_at_1(src, tgt, {0: {1}, 1: {0, 2}, 2: {3}}, k=2) == 1.0  # any gold translation counts
+    assert precision_at_1(src, tgt, {0: {2}, 1: {2}, 2: {3}}, k=2) == 2 / 3
+
+
+def test_procrustes_and_refinement_recover_a_rotation():
+    g = torch.Generator().manual_seed(3)
+    src = torch.randn(500, 16, generator=g)
+    Q = rotation(16, 4)
+    tgt = src @ Q.T + 0.01 * torch.randn(500, 16, generator=g)
+    W = procrustes(src, tgt, torch.stack([torch.arange(500), torch.arange(500)], 1))
+    assert torch.allclose(W, Q, atol=1e-2)
+    # refinement from a map that is only close: the induced dictionary pulls it to the rotation
+    start = procrustes(src, tgt, torch.stack([torch.arange(40), torch.arange(40)], 1))
+    W2, log = refine(src, tgt, start, iterations=3, max_rank=500)
+    test = {i: {i} for i in range(400, 500)}
+    assert precision_at_1(src @ W2.T, tgt, test) == 1.0 and log[-1]["dictionary_pairs"] > 400
