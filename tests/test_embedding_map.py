@@ -56,3 +56,25 @@ def test_procrustes_and_refinement_recover_a_rotation():
     W2, log = refine(src, tgt, start, iterations=3, max_rank=500)
     test = {i: {i} for i in range(400, 500)}
     assert precision_at_1(src @ W2.T, tgt, test) == 1.0 and log[-1]["dictionary_pairs"] > 400
+
+
+def test_new_vocabulary_and_its_fasttext_vectors(tmp_path):
+    import pytest
+    pytest.importorskip("gensim", reason="gensim (extra trelm) is not installed")
+    from xlt.align.subword_vectors import SPECIALS, fasttext_vectors, train_wordpiece, word_vectors
+
+    text = tmp_path / "es.txt"
+    text.write_text("\n".join(["la casa es pequeña", "el perro come en la casa", "la casa grande",
+                               "el gato duerme", "el perro y el gato"] * 20) + "\n", encoding="utf-8")
+    tok = train_wordpiece([text], vocab_size=120, min_frequency=1)
+    vocab = tok.get_vocab()
+    assert all(s in vocab for s in SPECIALS) and "casa" in vocab and "pequeña" in tok.encode("pequeña").tokens
+    enc = tok.encode("La Casa")
+    assert enc.tokens[0] == "[CLS]" and enc.tokens[-1] == "[SEP]" and "casa" in enc.tokens  # lower-cased
+    vectors, report = fasttext_vectors(tok, [text], dim=16, epochs=3, seed=1)
+    again, _ = fasttext_vectors(tok, [text], dim=16, epochs=3, seed=1)
+    assert vectors.shape == (len(vocab), 16) and torch.equal(vectors, again)  # seeded, one worker: reproducible
+    assert report["sentences"] == 100 and report["entries_seen_in_text"] > 10
+    both = word_vectors(["casa", "perro gato"], tok, vectors)
+    assert torch.allclose(both[0], vectors[vocab["casa"]])
+    assert torch.allclose(both[1], (vectors[vocab["perro"]] + vectors[vocab["gato"]]) / 2)
