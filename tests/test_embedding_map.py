@@ -78,3 +78,29 @@ def test_new_vocabulary_and_its_fasttext_vectors(tmp_path):
     both = word_vectors(["casa", "perro gato"], tok, vectors)
     assert torch.allclose(both[0], vectors[vocab["casa"]])
     assert torch.allclose(both[1], (vectors[vocab["perro"]] + vectors[vocab["gato"]]) / 2)
+
+
+def test_migrate_vocabulary_end_to_end_on_a_toy_pair(tmp_path):
+    import pytest
+    pytest.importorskip("gensim", reason="gensim (extra trelm) is not installed")
+    from xlt.align.migrate_vocabulary import VocabularySettings, migrate_vocabulary
+    from xlt.align.subword_vectors import fasttext_vectors, train_wordpiece
+
+    words = ["house", "dog", "cat", "eats", "sleeps", "small", "big", "the", "in", "garden"]
+    lines = [" ".join(words[(i * k) % 10] for k in range(1, 6)) for i in range(1, 60)]
+    en, xx = tmp_path / "en.txt", tmp_path / "xx.txt"
+    en.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    xx.write_text("\n".join(" ".join(w[::-1] for w in line.split()) for line in lines) + "\n", encoding="utf-8")
+    en_tok = train_wordpiece([en], vocab_size=80, min_frequency=1)
+    en_emb, _ = fasttext_vectors(en_tok, [en], dim=12, epochs=3)
+    settings = VocabularySettings(vocab_size=120, fasttext_epochs=3, refinement_iterations=2,
+                                  adversarial=AdversarialSettings(epochs=1, epoch_size=320, discriminator_hidden=16,
+                                                                  most_frequent=100))
+    test = [(w[::-1], w) for w in words]
+    seen = []
+    tok, matrix, report = migrate_vocabulary([en], [xx], en_tok, en_emb, test, words, settings,
+                                             torch.ones(en_emb.shape[0]), log=seen.append)
+    assert matrix.shape == (tok.get_vocab_size(), 12) and "esuoh" in tok.get_vocab()
+    assert torch.allclose(matrix.norm(dim=1), en_emb.norm(dim=1).mean().expand(matrix.shape[0]), atol=1e-4)
+    assert set(report["precision_at_1"]) == {"identity", "adversarial", "adversarial+procrustes"}
+    assert all(0 <= v <= 1 for v in report["precision_at_1"].values()) and seen
