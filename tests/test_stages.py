@@ -124,3 +124,26 @@ def test_corpus_errors_and_cache(corpus_dir, tmp_path, xlt_home):
         load_corpus(cfg, tok, folder / "tokenizer.json", tmp_path / "cache")
     with pytest.raises(ConfigError, match="matches no parameter"):
         run_stage(stage_cfg(corpus_dir, tmp_path, "phases.0.trainable=[head.*]", "name=bad"))
+
+
+def test_a_phase_can_start_from_an_earlier_phase(corpus_dir, tmp_path, xlt_home):
+    """phases[].start_from: the third phase starts where the FIRST ended (TreLM's transfer phase branches from the
+    commonality phase); with lr 0 it ends there too.  Two names need the stage's merge, unknown names are errors."""
+    from xlt.errors import ConfigError
+
+    def phases(start_from):
+        return ("phases=[{name: head, steps: 3, eval_every: 3, batch_size: 8, lr: 1.0e-3, trainable: ['objectives.*']},"
+                " {name: all, steps: 3, eval_every: 3, batch_size: 8},"
+                f" {{name: again, steps: 2, eval_every: 2, batch_size: 8, lr: 0.0, start_from: {start_from}}}]")
+
+    cfg = stage_cfg(corpus_dir, tmp_path, phases("[head]"))
+    run_stage(cfg)
+    head = load_file(str(cfg.run_dir / "phase1-head" / "final" / "model.safetensors"))
+    full = load_file(str(cfg.run_dir / "phase2-all" / "final" / "model.safetensors"))
+    again = load_file(str(cfg.run_dir / "phase3-again" / "final" / "model.safetensors"))
+    assert all(torch.equal(head[k], again[k]) for k in head)
+    assert not all(torch.equal(full[k], again[k]) for k in full)
+    with pytest.raises(ConfigError, match="not an earlier phase"):
+        run_stage(stage_cfg(corpus_dir, tmp_path, "name=bad", phases("[later]")))
+    with pytest.raises(ConfigError, match="cannot merge"):
+        run_stage(stage_cfg(corpus_dir, tmp_path, "name=merge", phases("[head, all]")))

@@ -246,6 +246,9 @@ class PhaseConfig:
     objectives: dict[str, float] = field(default_factory=lambda: {"mlm": 1.0})
     # fnmatch patterns over parameter names ("encoder.*", "objectives.mlm.*"); the rest is frozen
     trainable: list[str] = field(default_factory=lambda: ["*"])
+    # where the phase starts: [] = where the previous phase ended; [name] = where that earlier phase ended; two or
+    # more names = the stage's merge of their end states (TreLM: two transfer directions into one model)
+    start_from: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -77,6 +77,13 @@ class Stage:
         """Held-out metrics and a selection value (higher is better)."""
         raise NotImplementedError
 
+    def merge_states(self, states: dict[str, dict[str, torch.Tensor]], phase) -> dict[str, torch.Tensor]:
+        """One model state from the end states of several earlier phases (``phases[].start_from`` with two or more
+        names); stages without such a recipe refuse."""
+        from xlt.errors import ConfigError
+        raise ConfigError(f"phases[{phase.name}].start_from names {len(states)} phases: stage {self.name} cannot "
+                          f"merge models")
+
     def export(self, model: PretrainModel, folder: Path) -> dict:
         """Write extra modules (heads) beside the encoder; returns what was written, for the stage's JSON."""
         return {}
@@ -120,6 +127,7 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
     from xlt.train import check_run_dir
 
     run_dir = cfg.run_dir
+    _check_start_from(cfg)  # config errors before any data is read
     if not resume or not (run_dir / "config.yaml").exists():
         check_run_dir(run_dir, resume=False)
     objectives_used = {o for p in cfg.phases for o in p.objectives}
@@ -157,6 +165,8 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
         final = phase_dir / "final"
         counts = set_trainable(model, phase.trainable)
         if not (final / "model.safetensors").exists():
+            if phase.start_from:  # (a resumed phase then loads its own last checkpoint over this)
+                _start_from(cfg, model, stage, phase, run_dir)
             objectives = list(phase.objectives)
 
             def make_batch(idx, step, objectives=objectives):
@@ -198,6 +208,32 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
                                                          ensure_ascii=False))
     accelerator.wait_for_everyone()
     return out
+
+
+def _phase_final(cfg, run_dir: Path, name: str) -> Path:
+    index = [p.name for p in cfg.phases].index(name)
+    return run_dir / f"phase{index + 1}-{name}" / "final"
+
+
+def _check_start_from(cfg) -> None:
+    from xlt.errors import ConfigError
+
+    names = [p.name for p in cfg.phases]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"phases: names must differ ({names})")
+    for i, phase in enumerate(cfg.phases):
+        unknown = [n for n in phase.start_from if n not in names[:i]]
+        if unknown:
+            raise ConfigError(f"phases[{i}].start_from: {unknown} is not an earlier phase ({names[:i]})")
+
+
+def _start_from(cfg, model: PretrainModel, stage: Stage, phase, run_dir: Path) -> None:
+    from safetensors.torch import load_file
+
+    states = {name: load_file(str(_phase_final(cfg, run_dir, name) / "model.safetensors"))
+              for name in phase.start_from}
+    state = next(iter(states.values())) if len(states) == 1 else stage.merge_states(states, phase)
+    model.load_state_dict(state)
 
 
 def _to(batch: dict, device) -> dict:
