@@ -111,3 +111,48 @@ def combine_halves(lower_from: dict[str, torch.Tensor], upper_from: dict[str, to
         else:
             out[key] = (lower_from[key] + upper_from[key]) / 2
     return out
+
+
+class TreLMBackbone(nn.Module):
+    """A migrated TreLM model as a fine-tuning backbone for one language: ``forward(input_ids, attention_mask)`` ->
+    an object with ``last_hidden_state`` (B, T, H), like a Hugging Face encoder (the TRILayer and the language
+    embedding of ``language`` stay in the network, as TreLM fine-tunes them)."""
+
+    def __init__(self, trelm: TreLMEncoder, language: str) -> None:
+        super().__init__()
+        self.trelm = trelm
+        self.register_buffer("language", torch.tensor(trelm.languages.index(language)), persistent=False)
+
+    @property
+    def config(self):
+        return self.trelm.config
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.trelm.get_input_embeddings()
+
+    def set_input_embeddings(self, embedding: nn.Embedding) -> None:
+        self.trelm.bert.set_input_embeddings(embedding)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **_):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        lang = self.language.expand(input_ids.shape[0])
+        return BaseModelOutput(last_hidden_state=self.trelm(input_ids, attention_mask, lang))
+
+
+def load_trelm_backbone(bert: nn.Module, folder) -> TreLMBackbone:
+    """The backbone of an exported TreLM folder (``trelm.json`` + ``trelm.safetensors`` beside the BERT weights)."""
+    import json
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    meta = json.loads((folder / "trelm.json").read_text())
+    trelm = TreLMEncoder(bert, meta["languages"])
+    if trelm.split != meta["split"]:
+        raise ValueError(f"{folder}/trelm.json: split {meta['split']} but the encoder has {2 * trelm.split} layers")
+    state = load_file(str(folder / "trelm.safetensors"))
+    trelm.trilayer.load_state_dict({k[len("trilayer."):]: v for k, v in state.items() if k.startswith("trilayer.")})
+    trelm.lang.load_state_dict({"weight": state["lang.weight"]})
+    return TreLMBackbone(trelm, meta["fine_tune_language"])

@@ -56,6 +56,20 @@ class Stage:
         """Id sequences (besides the corpora) a trimmed vocabulary must cover: the stage's evaluation sets."""
         return []
 
+    @classmethod
+    def prepare_base(cls, cfg) -> Path | None:
+        """Build the folder the stage starts from, before its tokenizer and corpora load (TreLM: a new vocabulary
+        and its embedding matrix); None = ``cfg.model.name`` itself."""
+        return None
+
+    def wrap_encoder(self, encoder: nn.Module) -> nn.Module:
+        """The module the stage trains around the loaded encoder (TreLM: halves + TRILayer); itself by default."""
+        return encoder
+
+    def export_encoder(self, encoder: nn.Module) -> nn.Module:
+        """The Hugging Face model inside ``wrap_encoder``'s module, saved as the exported folder's encoder."""
+        return encoder
+
     def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
         raise NotImplementedError
 
@@ -135,20 +149,26 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
         find_unused_parameters=len(objectives_used) > 1)])
     configure_threads(cfg.threads, accelerator.num_processes)
     set_seed(cfg.seed)
-    folder = zoo.resolve(cfg.model.name)
+    stage_class = get_stage(cfg.stage)
+    if accelerator.is_main_process:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_config(cfg, run_dir / "config.yaml")
+        stage_class.prepare_base(cfg)  # once, by one process; the others read it back below
+    accelerator.wait_for_everyone()
+    folder = stage_class.prepare_base(cfg) or zoo.resolve(cfg.model.name)
     tokenizer = prepare_tokenizer(zoo.load_tokenizer(folder))
     corpus = load_corpus(cfg.corpus, tokenizer, folder / "tokenizer.json", zoo.xlt_home() / "corpora")
-    stage_class = get_stage(cfg.stage)
     trim = None
     if cfg.model.trim_vocab:
         trim = VocabTrim.from_ids(corpus.train + corpus.heldout + stage_class.extra_vocabulary(cfg, tokenizer),
                                   special_ids(tokenizer))
         corpus.train = [trim.map_ids(s) for s in corpus.train]
         corpus.heldout = [trim.map_ids(s) for s in corpus.heldout]
-    encoder, _, _ = zoo.load_encoder(cfg.model.name)
+    encoder, _, _ = zoo.load_encoder(str(folder))
     if trim is not None:
         encoder.set_input_embeddings(trim.trim_embedding(encoder.get_input_embeddings()))
     stage = stage_class(cfg, tokenizer, corpus, trim)
+    encoder = stage.wrap_encoder(encoder)
     objective_modules = stage.objectives(encoder)
     unknown = objectives_used - set(objective_modules)
     if unknown:
@@ -157,9 +177,6 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
                           f"{sorted(objective_modules)})")
     model = PretrainModel(encoder, objective_modules, stage.shared_modules(encoder))
     report = {"corpus": corpus.report, "vocab_kept": len(trim.kept) if trim else None, "phases": []}
-    if accelerator.is_main_process:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        save_config(cfg, run_dir / "config.yaml")
     for i, phase in enumerate(cfg.phases):
         phase_dir = run_dir / f"phase{i + 1}-{phase.name}"
         final = phase_dir / "final"
@@ -249,9 +266,9 @@ def _export(cfg, model: PretrainModel, stage: Stage, trim, base: Path, out: Path
 
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    encoder = model.encoder
+    encoder = stage.export_encoder(model.encoder)
     if trim is not None:
-        full_encoder, _, _ = zoo.load_encoder(cfg.model.name)
+        full_encoder, _, _ = zoo.load_encoder(str(base))
         full = full_encoder.get_input_embeddings()
         full.weight.data = trim.untrim_into(encoder.get_input_embeddings().weight.data, full.weight.data)
         full_encoder.load_state_dict({k: v for k, v in encoder.state_dict().items()

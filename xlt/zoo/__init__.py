@@ -145,9 +145,14 @@ def load_tokenizer(folder: Path):
 
 
 def load_encoder(name_or_path: str):
-    """Return (encoder, tokenizer, folder).  The encoder is a transformers ``PreTrainedModel`` (BERT-style)."""
+    """Return (encoder, tokenizer, folder).  The encoder is a transformers ``PreTrainedModel`` (BERT-style), or, for
+    a folder exported by the TreLM stage (``trelm.json``), that model inside its TRILayer network
+    (``xlt.models.trilayer.TreLMBackbone``, same call and output)."""
     from transformers import AutoModel
 
     folder = resolve(name_or_path)
     encoder = AutoModel.from_pretrained(str(folder), add_pooling_layer=False, local_files_only=True)
+    if (folder / "trelm.json").exists():
+        from xlt.models.trilayer import load_trelm_backbone
+        encoder = load_trelm_backbone(encoder, folder)
     return encoder, load_tokenizer(folder), folder

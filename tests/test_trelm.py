@@ -1,0 +1,136 @@
+"""The TreLM stage end to end on tiny-random and toy text: vocabulary migration into RUN_DIR/base, the four phases
+of the shipped config (commonality, two transfer directions from it, their merge, language-specific MLM) with the
+right parameters frozen in each, BPW after every phase, the export read back as a fine-tuning backbone, kill and
+resume, and the vocabulary-sharing baselines (random embeddings, from scratch)."""
+import json
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from xlt import zoo
+from xlt.config import find_config, load_stage_config
+from xlt.models.trilayer import TreLMBackbone
+from xlt.stages import run_stage
+
+pytest.importorskip("gensim", reason="gensim (extra trelm) is not installed")
+if shutil.which("eflomal-align") is None and not __import__("importlib").util.find_spec("eflomal"):
+    pytest.skip("eflomal not installed (pip install eflomal)", allow_module_level=True)
+
+EN = ["the house is small", "the dog eats in the house", "the big house", "the cat sleeps", "the dog and the cat",
+      "a small dog sleeps in the garden", "the cat eats", "the garden is big"]
+ES = ["la casa es pequeña", "el perro come en la casa", "la casa grande", "el gato duerme", "el perro y el gato",
+      "un perro pequeño duerme en el jardín", "el gato come", "el jardín es grande"]
+DICTIONARY = [("house", "casa"), ("dog", "perro"), ("cat", "gato"), ("small", "pequeña"), ("big", "grande"),
+              ("garden", "jardín"), ("eats", "come"), ("sleeps", "duerme")]
+
+
+@pytest.fixture
+def data(tmp_path):
+    d = tmp_path / "data"
+    for lang, lines in (("en", EN), ("es", ES)):
+        (d / "mono" / lang).mkdir(parents=True)
+        (d / "mono" / lang / "a.txt").write_text("\n".join(lines * 8) + "\n", encoding="utf-8")
+    (d / "parallel" / "en-es").mkdir(parents=True)
+    (d / "parallel" / "en-es" / "p.en").write_text("\n".join(EN * 4) + "\n", encoding="utf-8")
+    (d / "parallel" / "en-es" / "p.es").write_text("\n".join(ES * 4) + "\n", encoding="utf-8")
+    (d / "muse").mkdir()
+    for name, part in (("en-es.0-5000.txt", DICTIONARY[:5]), ("en-es.5000-6500.txt", DICTIONARY[5:])):
+        (d / "muse" / name).write_text("".join(f"{a} {b}\n" for a, b in part), encoding="utf-8")
+    return d
+
+
+def trelm_cfg(data, tmp_path, *extra):
+    steps = [f"phases.{i}.{k}={v}" for i in range(4) for k, v in (("steps", 3), ("eval_every", 3),
+                                                                  ("batch_size", 4))]
+    return load_stage_config(find_config("pretrain-trelm-es"), [
+        "model.name=tiny-random", f"corpus.data_dir={data}", "corpus.heldout_lines=4",
+        "corpus.parallel.es=[parallel/en-es/p.es]", f"output_dir={tmp_path / 'runs'}", "name=trelm",
+        "options.vocabulary.vocab_size=150", "options.vocabulary.fasttext_epochs=1",
+        "options.vocabulary.refinement_iterations=1", "options.vocabulary.adversarial.epochs=1",
+        "options.vocabulary.adversarial.epoch_size=64", "options.vocabulary.adversarial.discriminator_hidden=8",
+        "options.vocabulary.adversarial.most_frequent=100", "options.eval_sequences=6", "options.eval_pairs=4",
+        "phases.1.trainable=[encoder.trilayer.*, encoder.bert.encoder.layer.1.*]",
+        "phases.2.trainable=[encoder.trilayer.*, encoder.bert.encoder.layer.0.*]", *steps, *extra])
+
+
+def layers(state, prefix="encoder.bert.encoder.layer."):
+    return {k: v for k, v in state.items() if k.startswith(prefix)}
+
+
+def test_trelm_end_to_end(data, tmp_path, xlt_home, tiny_cfg):
+    cfg = trelm_cfg(data, tmp_path)
+    out = run_stage(cfg)
+    run = cfg.run_dir
+    migration = json.loads((run / "base" / "migration.json").read_text())
+    assert set(migration["precision_at_1"]) == {"identity", "adversarial", "adversarial+procrustes"}
+    assert "perro" in zoo.load_tokenizer(run / "base").get_vocab()  # the new vocabulary covers the target text
+    results = json.loads((run / "results.json").read_text())
+    assert [p["name"] for p in results["phases"]] == ["commonality", "s2t", "t2s", "specific"]
+    for p in results["phases"]:
+        ev = p["final_eval"]
+        assert ev["heldout_es_bpw"] > 0 and ev["heldout_en_bpw"] > 0 and ev["heldout_es_mlm_tokens"] > 0
+        assert 0 <= ev["heldout_cdlm_s2t_accuracy"] <= 1 and ev["heldout_cdlm_t2s_tokens"] > 0
+    state = {p: load_file(str(run / f"phase{i + 1}-{p}" / "final" / "model.safetensors"))
+             for i, p in enumerate(["commonality", "s2t", "t2s", "specific"])}
+    base = {f"encoder.bert.{k}": v for k, v in load_file(str(run / "base" / "model.safetensors")).items()}
+    # (a) commonality: the transformer layers frozen, the embeddings and the TRILayer trained
+    assert all(torch.equal(v, base[k]) for k, v in layers(state["commonality"]).items())
+    key = "encoder.bert.embeddings.word_embeddings.weight"
+    assert not torch.equal(state["commonality"][key], base[key])
+    assert not torch.equal(state["commonality"]["encoder.trilayer.output.dense.weight"],
+                           base["encoder.bert.encoder.layer.1.output.dense.weight"])
+    # (b) both directions start from (a); each trains only its half (tiny-random: 2 layers, halves of one)
+    for name, trained, frozen in (("s2t", "1", "0"), ("t2s", "0", "1")):
+        for k, v in layers(state[name]).items():
+            same = torch.equal(v, state["commonality"][k])
+            assert same == k.startswith(f"encoder.bert.encoder.layer.{frozen}."), (name, k)
+    # the CdLM phases' eval accuracies differ from each other: they are different models, not one continued
+    assert results["phases"][1]["final_eval"] != results["phases"][2]["final_eval"]
+    # the export: BERT folder + TRILayer, read back as a Spanish fine-tuning backbone computing what the stage did
+    encoder, tok, _ = zoo.load_encoder(str(out))
+    assert isinstance(encoder, TreLMBackbone) and encoder.trelm.languages == ["en", "es"]
+    assert torch.equal(encoder.trelm.trilayer.output.dense.weight, state["specific"]["encoder.trilayer.output.dense.weight"])
+    ids = torch.tensor([tok.encode("el perro come").ids])
+    hidden = encoder.eval()(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state
+    assert hidden.shape == (1, ids.shape[1], encoder.config.hidden_size) and torch.isfinite(hidden).all()
+    assert json.loads((out / "xlt_stage.json").read_text())["migration"]["init"] == "aligned"
+    ft = __import__("xlt.train", fromlist=["train"]).train(
+        tiny_cfg(f"model.name={out}", "train.max_steps=2", "train.eval_every=2", "name=ft-trelm"))
+    assert (ft / "best" / "model.safetensors").exists()
+    # baselines on the same vocabulary: random embeddings (English layers kept), everything from scratch
+    for init, keeps_layers in (("random", True), ("scratch", False)):
+        other = trelm_cfg(data, tmp_path, f"name={init}", f"options.init={init}", f"options.base_from={run / 'base'}",
+                          "phases=[{name: mlm, steps: 2, eval_every: 2, batch_size: 4, objectives: {mlm_target: 1.0}}]")
+        run_stage(other)
+        built = load_file(str(other.run_dir / "base" / "model.safetensors"))
+        assert zoo.load_tokenizer(other.run_dir / "base").get_vocab() == zoo.load_tokenizer(run / "base").get_vocab()
+        k = "encoder.layer.0.attention.self.query.weight"
+        assert torch.equal(built[k], base[f"encoder.bert.{k}"]) == keeps_layers
+        ev = json.loads((other.run_dir / "results.json").read_text())["phases"][0]["final_eval"]
+        assert ev["heldout_es_mlm_tokens"] == results["phases"][0]["final_eval"]["heldout_es_mlm_tokens"]
+
+
+def test_trelm_kill_and_resume(data, tmp_path, xlt_home):
+    cfg = trelm_cfg(data, tmp_path, "name=killed")
+    run_stage(cfg, stop_after=(2, 2))  # killed in phase 3 (t2s) after step 2
+    made = (cfg.run_dir / "base" / "migration.json").stat().st_mtime_ns
+    first = load_file(str(cfg.run_dir / "phase1-commonality" / "final" / "model.safetensors"))
+    assert not (cfg.run_dir / "model").exists() and (cfg.run_dir / "phase2-s2t" / "final").exists()
+    run_stage(cfg, resume=True)
+    assert (cfg.run_dir / "base" / "migration.json").stat().st_mtime_ns == made  # the base is not rebuilt
+    again = load_file(str(cfg.run_dir / "phase1-commonality" / "final" / "model.safetensors"))
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    log = [json.loads(x) for x in (cfg.run_dir / "phase3-t2s" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [3] and (cfg.run_dir / "model" / "trelm.safetensors").exists()
+
+
+def test_trelm_config_errors(data, tmp_path, xlt_home):
+    from xlt.errors import ConfigError
+    with pytest.raises(ConfigError, match="base_from"):
+        run_stage(trelm_cfg(data, tmp_path, "name=a", "options.init=random"))
+    with pytest.raises(ConfigError, match="trim_vocab"):
+        run_stage(trelm_cfg(data, tmp_path, "name=b", "model.trim_vocab=true"))
+    with pytest.raises(ConfigError, match="cdlm_t2s"):
+        run_stage(trelm_cfg(data, tmp_path, "name=c", "phases.3.start_from=[commonality, s2t]"))

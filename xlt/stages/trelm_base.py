@@ -1,0 +1,139 @@
+"""The folder a TreLM run starts from (``RUN_DIR/base``, built once, before the corpora are tokenized): the English
+model with a new vocabulary for source + target text and a new input-embedding matrix (TreLM step 1,
+``xlt.align.migrate_vocabulary``), or, for the baselines and ablations that share an earlier run's vocabulary
+(``options.base_from``), that vocabulary with other weights:
+
+- ``init: aligned``   the embedding rows are the target-trained fastText vectors mapped into the English model's
+                       input space (adversarial + Procrustes, MUSE); every other weight is the English model's;
+- ``init: random``    the same vocabulary, embedding rows drawn at random (std = the model's initializer_range),
+                       the English layers kept (the paper's "random initialisation" ablation);
+- ``init: scratch``   the same vocabulary and architecture, every weight random (the "pre-trained from scratch with
+                       limited data" baseline).
+
+The fastText vectors and the vocabulary are trained on the training part of ``corpus.langs`` only: the held-out
+lines (BPW) are never seen.  ``base/migration.json`` reports the word-translation precision@1 of each alignment
+step, the fastText corpus and the time taken.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from xlt.errors import ConfigError
+
+
+def base_folder(cfg) -> Path:
+    o = cfg.options
+    if o.base_from and o.init == "aligned":
+        return Path(o.base_from)
+    return cfg.run_dir / "base"
+
+
+def _train_text(cfg, folder: Path) -> dict[str, Path]:
+    """The training lines of each language of ``corpus.langs`` (held-out tail of each file left out), one file per
+    language under ``folder``."""
+    from xlt.data.corpora import corpus_files
+    from xlt.data.readers import _lines
+
+    out: dict[str, Path] = {}
+    for path, lang in corpus_files(cfg.corpus):
+        lines = [line.strip() for _, line in _lines(path) if line is not None and line.strip()]
+        keep = lines[:len(lines) - cfg.corpus.heldout_lines] if cfg.corpus.heldout_lines else lines
+        out.setdefault(lang, folder / f"{lang}.txt")
+        with open(out[lang], "a", encoding="utf-8") as handle:
+            handle.write("".join(line + "\n" for line in keep))
+    return out
+
+
+def _english_frequency(tokenizer, text: Path, vocab_size: int, max_lines: int) -> torch.Tensor:
+    counts = torch.zeros(vocab_size)
+    lines = text.read_text(encoding="utf-8").splitlines()
+    lines = lines[:max_lines] if max_lines else lines
+    for enc in tokenizer.encode_batch(lines):
+        counts += torch.bincount(torch.tensor(enc.ids, dtype=torch.long), minlength=vocab_size)[:vocab_size]
+    return counts
+
+
+def _save(model, tokenizer_folder: Path | None, tokenizer, out: Path, report: dict) -> Path:
+    tmp = out.with_name(out.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    model.save_pretrained(str(tmp), safe_serialization=True)
+    if tokenizer is not None:
+        tokenizer.save(str(tmp / "tokenizer.json"))
+    else:
+        shutil.copyfile(tokenizer_folder / "tokenizer.json", tmp / "tokenizer.json")
+    (tmp / "migration.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return out
+
+
+def _bert_with_vocabulary(english_folder: Path, vocab_size: int, pad_id: int, keep_layers: bool):
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.from_pretrained(str(english_folder), local_files_only=True)
+    config.vocab_size, config.pad_token_id = vocab_size, pad_id
+    model = AutoModel.from_config(config, add_pooling_layer=False)
+    if keep_layers:
+        english = AutoModel.from_pretrained(str(english_folder), add_pooling_layer=False, local_files_only=True)
+        state = {k: v for k, v in english.state_dict().items() if "word_embeddings" not in k}
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        assert not unexpected and all("word_embeddings" in k for k in missing), (missing, unexpected)
+    return model
+
+
+def prepare_trelm_base(cfg) -> Path:
+    """Build (or find) the run's base folder; see the module docstring."""
+    from xlt import zoo
+    from xlt.align.migrate_vocabulary import migrate_vocabulary, read_dictionary
+
+    o = cfg.options
+    out = base_folder(cfg)
+    if o.init != "aligned" and not o.base_from:
+        raise ConfigError(f"options.init={o.init} reuses another run's vocabulary: set options.base_from to that "
+                          f"run's base folder (RUN_DIR/base)")
+    if (out / "config.json").exists():
+        return out  # built by an earlier (interrupted) run, or the shared base of options.base_from
+    english_folder = zoo.resolve(cfg.model.name)
+    start = time.time()
+    if o.base_from:
+        shared = Path(o.base_from)
+        if not (shared / "tokenizer.json").exists():
+            raise ConfigError(f"options.base_from={shared}: no tokenizer.json there (expected RUN_DIR/base of a "
+                              f"TreLM run)")
+        tokenizer = zoo.load_tokenizer(shared)
+        model = _bert_with_vocabulary(english_folder, tokenizer.get_vocab_size(), tokenizer.token_to_id("[PAD]"),
+                                      keep_layers=o.init == "random")
+        return _save(model, shared, None, out, {"init": o.init, "vocabulary_from": str(shared),
+                                                "seconds": time.time() - start})
+    missing = [lang for lang in (o.source_lang, o.target_lang) if lang not in cfg.corpus.langs]
+    if missing:
+        raise ConfigError(f"corpus.langs has no {missing}: TreLM trains its vocabulary and fastText vectors on the "
+                          f"source and target text named there")
+    data = Path(cfg.corpus.data_dir)
+    test = [(target, english) for english, target in read_dictionary(data / o.test_dictionary)]
+    candidates = [english for english, _ in read_dictionary(data / o.candidate_dictionary)]
+    work = out.with_name(out.name + ".text")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    text = _train_text(cfg, work)
+    english_tokenizer = zoo.load_tokenizer(english_folder)
+    english, _, _ = zoo.load_encoder(str(english_folder))
+    embeddings = english.get_input_embeddings().weight.detach()
+    frequency = _english_frequency(english_tokenizer, text[o.source_lang], embeddings.shape[0], o.vocabulary.max_lines)
+    tokenizer, matrix, report = migrate_vocabulary([text[o.source_lang]], [text[o.target_lang]], english_tokenizer,
+                                                   embeddings, test, candidates, o.vocabulary, frequency)
+    model = _bert_with_vocabulary(english_folder, tokenizer.get_vocab_size(), tokenizer.token_to_id("[PAD]"),
+                                  keep_layers=True)
+    model.get_input_embeddings().weight.data.copy_(matrix)
+    report = {"init": "aligned", "english_model": cfg.model.name, "test_dictionary": o.test_dictionary,
+              "candidate_dictionary": o.candidate_dictionary, **report, "seconds": time.time() - start}
+    saved = _save(model, None, tokenizer, out, report)
+    shutil.rmtree(work, ignore_errors=True)
+    return saved
