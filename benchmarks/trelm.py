@@ -1,0 +1,125 @@
+"""Benchmark: TreLM (Li et al., ICLR 2021 submission) — migrate the English MiniLM (minilm-l6-en) to Spanish, against
+the un-migrated model, a model of the same size pre-trained from scratch on the same Spanish text, and
+multilingual-e5-small, on the Spanish MTOD task (trained on the human Spanish training set, selected on Spanish dev,
+tested on Spanish test: a SUPERVISED target-language task, as in the paper; not zero-shot).
+
+Pre-training (``xlt pretrain``, seed 1; the shipped config ``pretrain-trelm-es``: commonality 1000 steps, s2t and
+t2s 1000 each, language-specific 1000, batch 32):
+- ``migrated``: the config as shipped (its base: new vocabulary + MUSE-aligned fastText embeddings);
+- ``without_cdlm``: the paper's Table 3 ablation: the two transfer phases replaced by Spanish MLM for the same
+  2000 steps (everything trainable), on the migrated base;
+- ``random_init``: the migrated run's vocabulary with random embedding rows (English layers kept), same phases;
+- ``from_scratch``: the same vocabulary and architecture, every weight random, Spanish MLM for the same 4000 steps
+  (lr 5e-4: a random model needs a larger step).
+BPW on held-out Spanish text (fixed masked positions, the same for every model on this vocabulary) after each phase.
+
+Fine-tuning (config ``mtod-target-trained-es``: 1000 steps x 32, seeds 1-3) of each pre-trained model and of
+``unmigrated`` (minilm-l6-en as shipped) and ``multilingual`` (multilingual-e5-small).
+
+    python benchmarks/trelm.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
+    python benchmarks/trelm.py --collect
+
+Writes ``benchmarks/results/trelm.{json,md}``; resumable; ``touch benchmarks/runs/PAUSE`` holds the queue.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobqueue import RUNS, queue_main, train_evaluate
+
+PRETRAINED = ["migrated", "without_cdlm", "random_init", "from_scratch"]
+FINE_TUNED = ["migrated", "unmigrated", "from_scratch", "multilingual", "without_cdlm", "random_init"]
+SHIPPED = {"unmigrated": "minilm-l6-en", "multilingual": "multilingual-e5-small"}
+ALL = '["*"]'
+
+
+def stage_dir(variant: str) -> Path:
+    return RUNS / f"trelm-{variant}"
+
+
+def _shipped_phases() -> list[dict]:
+    import yaml
+
+    from xlt.config import find_config
+    return yaml.safe_load(Path(find_config("pretrain-trelm-es")).read_text())["phases"]
+
+
+def _phases(phases: list[dict]) -> str:
+    """A ``phases=[...]`` override (JSON is YAML flow syntax)."""
+    import json
+    return "phases=" + json.dumps(phases)
+
+
+def variant_overrides(variant: str) -> list[str]:
+    base = f"options.base_from={stage_dir('migrated') / 'base'}"
+    shipped = _shipped_phases()
+    steps = {p["name"]: p["steps"] for p in shipped}
+    if variant == "migrated":
+        return []
+    if variant == "random_init":
+        return ["options.init=random", base]
+    if variant == "without_cdlm":  # commonality and language-specific as shipped; Spanish MLM where s2t + t2s were
+        transfer = {"name": "transfer", "steps": steps["s2t"] + steps["t2s"], "lr": shipped[1]["lr"],
+                    "eval_every": shipped[1]["eval_every"], "objectives": {"mlm_target": 1.0}, "trainable": ["*"]}
+        specific = {k: v for k, v in shipped[3].items() if k != "start_from"}
+        return [base, _phases([shipped[0], transfer, specific])]
+    if variant == "from_scratch":
+        mlm = {"name": "mlm", "steps": sum(steps.values()), "lr": 5.0e-4, "eval_every": 500,
+               "objectives": {"mlm_target": 1.0}, "trainable": ["*"]}
+        return ["options.init=scratch", base, _phases([mlm])]
+    raise ValueError(variant)
+
+
+def run_pretrain(variant: str, data_dir: str) -> Path:
+    from xlt.config import find_config, load_stage_config
+    from xlt.stages import run_stage
+
+    cfg = load_stage_config(find_config("pretrain-trelm-es"), [
+        f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
+        *variant_overrides(variant)])
+    if not (cfg.run_dir / "results.json").exists():
+        run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
+    return cfg.run_dir
+
+
+def run_fine_tune(variant: str, seed: int, data_dir: str) -> Path:
+    from xlt.config import find_config, load_config
+
+    if variant in SHIPPED:
+        model = SHIPPED[variant]
+    else:
+        model = str(stage_dir(variant) / "model")
+        if not Path(model, "config.json").exists():
+            raise SystemExit(f"{model}: pre-train first (job pretrain-{variant})")
+    cfg = load_config(find_config("mtod-target-trained-es"), [
+        f"data.data_dir={data_dir}", f"train.seed={seed}", f"model.name={model}", f"output_dir={RUNS}",
+        f"name=mtod-es-trelm-{variant}-seed{seed}"])
+    return train_evaluate(cfg)
+
+
+def queue(seeds: list[int]) -> list[tuple[str, int]]:
+    """The migrated model and its two references first (the main question), then the ablations."""
+    q = [("pretrain-migrated", 1)] + [(f"mtod-{v}", s) for s in seeds for v in ("migrated", "unmigrated")]
+    q += [("pretrain-from_scratch", 1)] + [("mtod-from_scratch", s) for s in seeds]
+    q += [("mtod-multilingual", s) for s in seeds]
+    for variant in ("without_cdlm", "random_init"):
+        q += [(f"pretrain-{variant}", 1)] + [(f"mtod-{variant}", s) for s in seeds]
+    return q
+
+
+def run_job(job: str, seed: int, data_dir: str) -> None:
+    kind, variant = job.split("-", 1)
+    if kind == "pretrain":
+        run_pretrain(variant, data_dir)
+    else:
+        run_fine_tune(variant, seed, data_dir)
+
+
+def main() -> None:
+    queue_main(__doc__, __file__, "trelm_report", run_job, queue,
+               "job names (pretrain-migrated: seed 1; mtod-migrated, mtod-unmigrated: every seed)",
+               seeds_of=lambda job, seeds: [1] if job.startswith("pretrain") else seeds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Collect the runs of benchmarks/trelm.py into results/trelm.json (+ .md), format ../shared/RESULTS_FORMAT.md.
+
+Rows: ``trelm_alignment`` (word-translation P@1 of each alignment step, MUSE en-es test split, CSLS), ``trelm_pretrain``
+(one per variant and phase: held-out BPW of Spanish and English, CdLM accuracy, cost) and ``target_trained`` rows
+(MTOD es fine-tuning; ``variant`` = migrated / unmigrated / from_scratch / multilingual / without_cdlm /
+random_init).
+"""
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
+
+
+def _alignment_rows(base: Path) -> list[dict]:
+    m = json.loads((base / "migration.json").read_text())
+    return [{"method": "trelm_alignment", "dataset": m["test_dictionary"], "lang": "es", "seed": 1, "step": step,
+             "precision_at_1": round(p, 4), "vocabulary": m["vocabulary"], "fasttext": m["fasttext"],
+             "seconds": round(m["seconds"], 1)} for step, p in m["precision_at_1"].items()]
+
+
+def _pretrain_rows(run: Path, variant: str) -> list[dict]:
+    res = json.loads((run / "results.json").read_text())
+    rows = []
+    for phase in res["phases"]:
+        ev, s = phase["final_eval"], phase["summary"]
+        rows.append({"method": "trelm_pretrain", "dataset": "mono+parallel", "lang": "es", "seed": 1,
+                     "variant": variant, "phase": phase["name"], "steps": s["step"],
+                     **{k: round(v, 4) for k, v in ev.items() if k.startswith("heldout_")},
+                     "trainable_parameters": phase["parameters"]["trainable"],
+                     "train_sentences": s["train_sentences"], "train_tokens": s["train_tokens"],
+                     "train_seconds": round(s["train_seconds"], 1),
+                     "tokens_per_second": round(s["tokens_per_second"], 1), "peak_rss_mb": round(s["peak_rss_mb"])})
+    return rows
+
+
+def _fine_tune_rows(res: dict, variant: str) -> list[dict]:
+    ts = res.get("train_summary", {})
+    return [{"method": "target_trained", "task": "intent_slot", "dataset": res["dataset"], "lang": lang,
+             "seed": res["seed"], "variant": variant, **{k: round(m[k], 4) for k in METRICS}, "n_test": m["n"],
+             "steps": ts.get("step"), "best_step": res.get("best_step"),
+             "train_seconds": round(ts.get("train_seconds", 0), 1)} for lang, m in res["per_language"].items()]
+
+
+def collect(runs: Path, results_dir: Path) -> None:
+    from trelm import FINE_TUNED, PRETRAINED, stage_dir  # benchmarks/trelm.py, on sys.path when run from there
+
+    rows = []
+    if (stage_dir("migrated") / "base" / "migration.json").exists():
+        rows += _alignment_rows(stage_dir("migrated") / "base")
+    for variant in PRETRAINED:
+        if (stage_dir(variant) / "results.json").exists():
+            rows += _pretrain_rows(stage_dir(variant), variant)
+    for variant in FINE_TUNED:
+        for run in sorted(runs.glob(f"mtod-es-trelm-{variant}-seed*")):
+            if (run / "results.json").exists():
+                rows += _fine_tune_rows(json.loads((run / "results.json").read_text()), variant)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    notes = ("TreLM migration of minilm-l6-en to Spanish (config pretrain-trelm-es: new 30k WordPiece vocabulary "
+             "over the English + Spanish training text, fastText vectors mapped by adversarial training + "
+             "Procrustes; phases commonality / s2t / t2s / specific, 1000 steps each, batch 32). BPW = -log2 p per "
+             "masked sub-token on held-out lines, the same masked positions for every model on this vocabulary "
+             "(unmigrated and multilingual have other vocabularies: no BPW). Downstream: MTOD es trained on the "
+             "human Spanish training set and selected on SPANISH dev (supervised target-language task, NOT "
+             "zero-shot), 1000 steps x 32, seeds 1-3.")
+    out = {"benchmark": "trelm", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "git_commit": commit, "machine": f"{platform.machine()}, 2 CPU threads, device cpu",
+           "model": "minilm-l6-en", "selection": "target-dev (supervised Spanish task)", "notes": notes,
+           "rows": rows}
+    (results_dir / "trelm.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    (results_dir / "trelm.md").write_text(markdown(out))
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{100 * values[0]:.1f} (1 seed)"
+    return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
+
+
+def markdown(out: dict) -> str:
+    rows = out["rows"]
+    lines = ["# trelm", "", out["notes"], ""]
+    align = [r for r in rows if r["method"] == "trelm_alignment"]
+    if align:
+        lines += ["## Embedding alignment: word-translation P@1 (CSLS), MUSE en-es test split", "",
+                  "| step | P@1 |", "|---|---|"] + [f"| {r['step']} | {100 * r['precision_at_1']:.1f} |" for r in align]
+    pre = [r for r in rows if r["method"] == "trelm_pretrain"]
+    if pre:
+        lines += ["", "## Pre-training: held-out BPW (lower is better) and cost, after each phase", "",
+                  "| variant | phase | steps | es BPW | en BPW | CdLM s2t acc | CdLM t2s acc | sentences | wall-clock s "
+                  "| tokens/s |", "|---" * 10 + "|"]
+        for r in pre:
+            def cell(key, pct=False):
+                return "–" if key not in r else (f"{100 * r[key]:.1f}" if pct else f"{r[key]:.3f}")
+            lines.append(f"| {r['variant']} | {r['phase']} | {r['steps']} | {cell('heldout_es_bpw')} | "
+                         f"{cell('heldout_en_bpw')} | {cell('heldout_cdlm_s2t_accuracy', True)} | "
+                         f"{cell('heldout_cdlm_t2s_accuracy', True)} | {r['train_sentences']} | "
+                         f"{r['train_seconds']:.0f} | {r['tokens_per_second']:.0f} |")
+    fine = [r for r in rows if r["method"] == "target_trained" and r["lang"] == "es"]
+    if fine:
+        variants = [v for v in ("migrated", "unmigrated", "from_scratch", "multilingual", "without_cdlm",
+                                "random_init") if any(r["variant"] == v for r in fine)]
+        lines += ["", "## MTOD es test (trained and selected on Spanish; mean ± std over seeds)", "",
+                  "| variant | " + " | ".join(METRICS) + " | seeds |", "|---" * (len(METRICS) + 2) + "|"]
+        for v in variants:
+            got = [r for r in fine if r["variant"] == v]
+            lines.append(f"| {v} | " + " | ".join(_mean_std([r[m] for r in got]) for m in METRICS)
+                         + f" | {len(got)} |")
+    return "\n".join(lines) + "\n"
