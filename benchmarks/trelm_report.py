@@ -20,7 +20,9 @@ METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 def _alignment_rows(base: Path) -> list[dict]:
     m = json.loads((base / "migration.json").read_text())
     return [{"method": "trelm_alignment", "dataset": m["test_dictionary"], "lang": "es", "seed": 1, "step": step,
-             "precision_at_1": round(p, 4), "vocabulary": m["vocabulary"], "fasttext": m["fasttext"],
+             "precision_at_1": round(p["all"], 4), "precision_at_1_different_strings":
+                 None if p["different_strings"] is None else round(p["different_strings"], 4),
+             "initialises_embeddings": step == f"{m['initialised_by']}+procrustes", "vocabulary": m["vocabulary"], "fasttext": m["fasttext"],
              "seconds": round(m["seconds"], 1)} for step, p in m["precision_at_1"].items()]
 
 
@@ -91,7 +93,9 @@ def markdown(out: dict) -> str:
     align = [r for r in rows if r["method"] == "trelm_alignment"]
     if align:
         lines += ["## Embedding alignment: word-translation P@1 (CSLS), MUSE en-es test split", "",
-                  "| step | P@1 |", "|---|---|"] + [f"| {r['step']} | {100 * r['precision_at_1']:.1f} |" for r in align]
+                  "| step | P@1 | P@1 (pairs of different strings) | initialises the embeddings |", "|---|---|---|---|"]
+        lines += [f"| {r['step']} | {100 * r['precision_at_1']:.2f} | {100 * r['precision_at_1_different_strings']:.2f} | "
+                  f"{'yes' if r['initialises_embeddings'] else ''} |" for r in align]
     pre = [r for r in rows if r["method"] == "trelm_pretrain"]
     if pre:
         lines += ["", "## Pre-training: held-out BPW (lower is better) and cost, after each phase", "",

@@ -102,5 +102,34 @@ def test_migrate_vocabulary_end_to_end_on_a_toy_pair(tmp_path):
                                              torch.ones(en_emb.shape[0]), log=seen.append)
     assert matrix.shape == (tok.get_vocab_size(), 12) and "esuoh" in tok.get_vocab()
     assert torch.allclose(matrix.norm(dim=1), en_emb.norm(dim=1).mean().expand(matrix.shape[0]), atol=1e-4)
-    assert set(report["precision_at_1"]) == {"identity", "adversarial", "adversarial+procrustes"}
-    assert all(0 <= v <= 1 for v in report["precision_at_1"].values()) and seen
+    steps = {"identity", "adversarial", "adversarial+procrustes", "identical_strings", "identical_strings+procrustes"}
+    assert set(report["precision_at_1"]) == steps and seen
+    assert all(0 <= v["all"] <= 1 and 0 <= v["different_strings"] <= 1 for v in report["precision_at_1"].values())
+    assert report["identical_string_anchors"] >= len(words) and report["initialised_by"] == "identical_strings"
+
+
+def test_identical_string_anchors_recover_a_rotation(tmp_path):
+    """Both vocabularies spell most pieces alike; the target space is a rotation of the source one: Procrustes on the
+    identical-string anchors finds that rotation (rows of the English space in frequency order)."""
+    import pytest
+    pytest.importorskip("gensim", reason="gensim (extra trelm) is not installed")
+    from xlt.align.embedding_map import procrustes
+    from xlt.align.migrate_vocabulary import identical_string_pairs
+    from xlt.align.subword_vectors import train_wordpiece
+
+    text = tmp_path / "t.txt"
+    text.write_text("\n".join(["the house is small", "the dog eats", "a cat sleeps in the garden"] * 5) + "\n")
+    other = tmp_path / "o.txt"
+    other.write_text("\n".join(["the house is big", "el perro come", "a cat sleeps"] * 5) + "\n")
+    new, english = train_wordpiece([text, other], 90, min_frequency=1), train_wordpiece([text], 70, min_frequency=1)
+    order = torch.randperm(english.get_vocab_size(), generator=torch.Generator().manual_seed(0))
+    pairs = identical_string_pairs(new, english, order)
+    for new_id, row in pairs.tolist():
+        assert new.id_to_token(new_id) == english.id_to_token(int(order[row]))
+    assert len(pairs) > 20 and "[CLS]" not in {new.id_to_token(i) for i in pairs[:, 0].tolist()}
+    g = torch.Generator().manual_seed(1)
+    rotation = torch.linalg.qr(torch.randn(8, 8, generator=g))[0]
+    source = torch.randn(new.get_vocab_size(), 8, generator=g)
+    target = torch.zeros(english.get_vocab_size(), 8)
+    target[pairs[:, 1]] = source[pairs[:, 0]] @ rotation.T
+    assert torch.allclose(procrustes(source, target, pairs), rotation, atol=1e-4)

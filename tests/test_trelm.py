@@ -64,7 +64,7 @@ def test_trelm_end_to_end(data, tmp_path, xlt_home, tiny_cfg):
     out = run_stage(cfg)
     run = cfg.run_dir
     migration = json.loads((run / "base" / "migration.json").read_text())
-    assert set(migration["precision_at_1"]) == {"identity", "adversarial", "adversarial+procrustes"}
+    assert {"adversarial+procrustes", "identical_strings+procrustes"} <= set(migration["precision_at_1"])
     assert "perro" in zoo.load_tokenizer(run / "base").get_vocab()  # the new vocabulary covers the target text
     results = json.loads((run / "results.json").read_text())
     assert [p["name"] for p in results["phases"]] == ["commonality", "s2t", "t2s", "specific"]
