@@ -65,8 +65,11 @@ def collect(runs: Path, results_dir: Path) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip()
     notes = ("TreLM migration of minilm-l6-en to Spanish (config pretrain-trelm-es: new 30k WordPiece vocabulary "
-             "over the English + Spanish training text, fastText vectors mapped by adversarial training + "
-             "Procrustes; phases commonality / s2t / t2s / specific, 1000 steps each, batch 32). BPW = -log2 p per "
+             "over the English + Spanish training text; fastText vectors of its entries mapped into MiniLM's "
+             "embedding space by two seeds, each refined by Procrustes: adversarial (the paper's) and identical "
+             "strings (MUSE identical_char), both reported; the embeddings come from the identical-strings map, "
+             "and entries spelled as in MiniLM's vocabulary keep MiniLM's own rows (rows_copied_from_english); "
+             "phases commonality / s2t / t2s / specific, 1000 steps each, batch 32). BPW = -log2 p per "
              "masked sub-token on held-out lines, the same masked positions for every model on this vocabulary "
              "(unmigrated and multilingual have other vocabularies: no BPW). Downstream: MTOD es trained on the "
              "human Spanish training set and selected on SPANISH dev (supervised target-language task, NOT "

@@ -101,7 +101,13 @@ def test_migrate_vocabulary_end_to_end_on_a_toy_pair(tmp_path):
     tok, matrix, report = migrate_vocabulary([en], [xx], en_tok, en_emb, test, words, settings,
                                              torch.ones(en_emb.shape[0]), log=seen.append)
     assert matrix.shape == (tok.get_vocab_size(), 12) and "esuoh" in tok.get_vocab()
-    assert torch.allclose(matrix.norm(dim=1), en_emb.norm(dim=1).mean().expand(matrix.shape[0]), atol=1e-4)
+    copied = [i for t, i in tok.get_vocab().items() if t in en_tok.get_vocab() and not t.startswith("[")]
+    assert report["rows_copied_from_english"] == len(copied) > 0
+    for t, i in tok.get_vocab().items():  # shared entries: the English row itself; the others: mapped, rescaled
+        if i in copied:
+            assert torch.equal(matrix[i], en_emb[en_tok.token_to_id(t)])
+        else:
+            assert torch.allclose(matrix[i].norm(), en_emb.norm(dim=1).mean(), atol=1e-4)
     steps = {"identity", "adversarial", "adversarial+procrustes", "identical_strings", "identical_strings+procrustes"}
     assert set(report["precision_at_1"]) == steps and seen
     assert all(0 <= v["all"] <= 1 and 0 <= v["different_strings"] <= 1 for v in report["precision_at_1"].values())

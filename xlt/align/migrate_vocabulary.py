@@ -16,7 +16,9 @@ space (Li et al.; the paper's best setting "fastText pre-trained + adversarial a
 Procrustes refinement) or ``identical_strings`` (MUSE's ``identical_char`` seed: Procrustes on the vocabulary
 entries spelled the same in both vocabularies — the new vocabulary is trained on English text too, so its English
 pieces are anchors — then the same refinement).  Both are always computed and reported; on the real en-es data the
-adversarial map stayed at chance (P@1 0.0003, benchmarks/results/trelm.md), hence the second seed.
+adversarial map stayed at chance (P@1 0.0003, benchmarks/results/trelm.md), hence the second seed (P@1 0.011 there).
+With ``copy_shared_rows`` (default) the entries spelled as in the English vocabulary take the English model's own
+rows; the map gives the rest.
 
 ``migrate_vocabulary(...)`` returns (tokenizer, embedding matrix (V_new, H), report).
 """
@@ -39,6 +41,8 @@ class VocabularySettings:
     fasttext_epochs: int = 5
     refinement_iterations: int = 5
     alignment: Literal["adversarial", "identical_strings"] = "identical_strings"  # the map that initialises
+    # entries spelled as in the English vocabulary keep the English model's own row (exact, not mapped)
+    copy_shared_rows: bool = True
     adversarial: AdversarialSettings = field(default_factory=AdversarialSettings)
     seed: int = 1
 
@@ -121,6 +125,9 @@ def migrate_vocabulary(source_files: list[Path], target_files: list[Path], engli
     log({"precision_at_1": report["precision_at_1"]})
     W = W_adv if s.alignment == "adversarial" else W_id
     matrix = torch.nn.functional.normalize(source_space @ W.T, dim=1) * english_embeddings.norm(dim=1).mean()
+    if s.copy_shared_rows and len(anchors):
+        matrix[anchors[:, 0]] = english_embeddings[order[anchors[:, 1]]]
+    report["rows_copied_from_english"] = len(anchors) if s.copy_shared_rows else 0
     return tokenizer, matrix, report
 
 
