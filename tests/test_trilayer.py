@@ -68,3 +68,20 @@ def test_combine_halves_takes_the_right_layers(xlt_home):
             expected = 2.0  # embeddings, TRILayer, language embeddings: the mean
         if value.is_floating_point():
             assert torch.all(value == expected), key
+
+
+def test_backbone_batch_and_single_agree(xlt_home):
+    """A padded batch gives each sentence the states it gets alone (AllenNLP's batch-vs-single check)."""
+    from xlt.models.trilayer import TreLMBackbone
+
+    backbone = TreLMBackbone(tiny_trelm(), "es").eval()
+    with torch.no_grad():
+        backbone.trelm.lang.weight.normal_()  # non-zero language embeddings: the check covers them too
+    a, b = torch.randint(5, 50, (1, 7)), torch.randint(5, 50, (1, 4))
+    batch = torch.cat([a, torch.cat([b, torch.ones(1, 3, dtype=torch.long)], 1)])
+    mask = torch.tensor([[1] * 7, [1] * 4 + [0] * 3])
+    with torch.no_grad():
+        both = backbone(input_ids=batch, attention_mask=mask).last_hidden_state
+        alone_a = backbone(input_ids=a, attention_mask=torch.ones_like(a)).last_hidden_state
+        alone_b = backbone(input_ids=b, attention_mask=torch.ones_like(b)).last_hidden_state
+    assert torch.allclose(both[0], alone_a[0], atol=1e-5) and torch.allclose(both[1, :4], alone_b[0], atol=1e-5)
