@@ -85,3 +85,29 @@ def queue_main(doc: str, script: str, report_module: str, run_job, queue, only_h
         return
     jobs = [(j, s) for j in args.only for s in seeds_of(j, args.seeds)] if args.only else queue(args.seeds)
     run_queue(script, args.data_dir, [] if args.collect else jobs, report_module)
+
+
+def pretrain(cfg) -> Path:
+    """Run a pre-training stage (resuming an interrupted one); a finished one (results.json) is left as it is."""
+    from xlt.stages import run_stage
+
+    if not (cfg.run_dir / "results.json").exists():
+        run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
+    return cfg.run_dir
+
+
+def git_commit() -> str:
+    """The short commit the results come from."""
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=HERE).stdout.strip()
+
+
+def mean_std(values: list[float], scale: float = 100) -> str:
+    """``mean ± std`` over seeds for the markdown tables (``(1 seed)`` when there is one, ``–`` when none)."""
+    import statistics
+
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{scale * values[0]:.1f} (1 seed)"
+    return f"{scale * statistics.mean(values):.1f} ± {scale * statistics.stdev(values):.1f}"

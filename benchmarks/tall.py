@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobqueue import RUNS, queue_main, train_evaluate
+from jobqueue import RUNS, pretrain, queue_main, train_evaluate
 
 PAIRS = {"en-ja": "pretrain-tall-en-ja", "en-de": "pretrain-tall-en-de"}
 ABLATIONS = {"dae_only": ["phases.1.objectives={dae: 1.0}"],
@@ -34,14 +34,11 @@ def pretrain_name(pair: str, variant: str) -> str:
 
 def run_pretrain(pair: str, variant: str, data_dir: str) -> Path:
     from xlt.config import find_config, load_stage_config
-    from xlt.stages import run_stage
 
     cfg = load_stage_config(find_config(PAIRS[pair]), [f"corpus.data_dir={data_dir}", f"output_dir={RUNS}",
                                                        f"name={pretrain_name(pair, variant)}",
                                                        *ABLATIONS.get(variant, [])])
-    if not (cfg.run_dir / "results.json").exists():
-        run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
-    return cfg.run_dir
+    return pretrain(cfg)
 
 
 def run_nlu(pair: str, variant: str, seed: int, data_dir: str) -> Path:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
+
+from jobqueue import git_commit, mean_std
 
 METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 VARIANTS = ["none", "dae_only", "bt_only", "encoder_only"]
@@ -59,14 +60,6 @@ def _nlu_rows(run: Path, pair: str, variant: str) -> list[dict]:
              "peak_rss_mb": round(ts["peak_rss_mb"])} for lang, m in res["per_language"].items()]
 
 
-def _mean_std(values: list[float], scale: float = 100) -> str:
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{scale * values[0]:.1f} (1 seed)"
-    return f"{scale * statistics.mean(values):.1f} ± {scale * statistics.stdev(values):.1f}"
-
-
 def _mean(rows: list[dict], metric: str) -> float | None:
     return statistics.mean(r[metric] for r in rows) if rows else None
 
@@ -90,8 +83,7 @@ def collect(runs: Path, results_dir: Path) -> None:
     baseline = json.loads((results_dir / "xsid-zero-shot.json").read_text())
     rows += [{**r, "task": "intent_slot", "variant": "none", "source": "benchmarks/results/xsid-zero-shot.json"}
              for r in baseline["rows"] if r["seed"] in seeds]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
+    commit = git_commit()
     notes = ("TALL pre-training (shipped configs pretrain-tall-en-ja / -en-de): multilingual-e5-small + a 2-layer "
              "decoder (6 heads, FFN 1536, hidden 384) sharing and tied to the encoder's embeddings, language tokens "
              "on the decoder side; phase dae (400 steps, DAE only) then dae-bt (1600 steps, a DAE and a BT batch in "
@@ -137,9 +129,9 @@ def markdown(out: dict) -> str:
             got = [r for r in tall if r["variant"] == variant]
             if got:
                 lines.append(f"| tall {variant} | {len(got)} | "
-                             + " | ".join(_mean_std([r[m] for r in got]) for m in METRICS) + " |")
+                             + " | ".join(mean_std([r[m] for r in got]) for m in METRICS) + " |")
         lines.append(f"| baseline (zero_shot) | {len(base)} | "
-                     + " | ".join(_mean_std([r[m] for r in base]) for m in METRICS) + " |")
+                     + " | ".join(mean_std([r[m] for r in base]) for m in METRICS) + " |")
         main = [r for r in tall if r["variant"] == "none"]
         if main and base:
             gains = [100 * (_mean(main, m) - _mean(base, m)) / _mean(base, m) for m in METRICS]
@@ -153,7 +145,7 @@ def markdown(out: dict) -> str:
         for method, variant, pair in cols:
             got = [r for r in nlu if r["method"] == method and r["lang"] == lang and r["variant"] == variant
                    and (pair is None or r.get("pair") == pair)]
-            cells.append(f"{_mean_std([r['semantic_acc'] for r in got])} / {_mean_std([r['intent_acc'] for r in got])}")
+            cells.append(f"{mean_std([r['semantic_acc'] for r in got])} / {mean_std([r['intent_acc'] for r in got])}")
         lines.append(f"| {lang} | " + " | ".join(cells) + " |")
     if out.get("learning_curves"):
         lines += ["", "## Learning curves (evaluations during pre-training)", "",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobqueue import RUNS, queue_main, train_evaluate
+from jobqueue import RUNS, pretrain, queue_main, train_evaluate
 
 PRETRAINED = ["migrated", "without_cdlm", "random_init", "from_scratch"]
 FINE_TUNED = ["migrated", "unmigrated", "from_scratch", "multilingual", "without_cdlm", "random_init"]
@@ -72,14 +72,11 @@ def variant_overrides(variant: str) -> list[str]:
 
 def run_pretrain(variant: str, data_dir: str) -> Path:
     from xlt.config import find_config, load_stage_config
-    from xlt.stages import run_stage
 
     cfg = load_stage_config(find_config("pretrain-trelm-es"), [
         f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
         *variant_overrides(variant)])
-    if not (cfg.run_dir / "results.json").exists():
-        run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
-    return cfg.run_dir
+    return pretrain(cfg)
 
 
 def run_fine_tune(variant: str, seed: int, data_dir: str) -> Path:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
-import subprocess
 import time
 from pathlib import Path
+
+from jobqueue import git_commit, mean_std
 
 METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 
@@ -62,8 +62,7 @@ def collect(runs: Path, results_dir: Path) -> None:
         for run in sorted(runs.glob(f"mtod-es-trelm-{variant}-seed*")):
             if (run / "results.json").exists():
                 rows += _fine_tune_rows(json.loads((run / "results.json").read_text()), variant)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
+    commit = git_commit()
     notes = ("TreLM migration of minilm-l6-en to Spanish (config pretrain-trelm-es: new 30k WordPiece vocabulary "
              "over the English + Spanish training text; fastText vectors of its entries mapped into MiniLM's "
              "embedding space by two seeds, each refined by Procrustes: adversarial (the paper's) and identical "
@@ -80,14 +79,6 @@ def collect(runs: Path, results_dir: Path) -> None:
            "rows": rows}
     (results_dir / "trelm.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     (results_dir / "trelm.md").write_text(markdown(out))
-
-
-def _mean_std(values: list[float]) -> str:
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{100 * values[0]:.1f} (1 seed)"
-    return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
 
 
 def markdown(out: dict) -> str:
@@ -119,6 +110,6 @@ def markdown(out: dict) -> str:
                   "| variant | " + " | ".join(METRICS) + " | seeds |", "|---" * (len(METRICS) + 2) + "|"]
         for v in variants:
             got = [r for r in fine if r["variant"] == v]
-            lines.append(f"| {v} | " + " | ".join(_mean_std([r[m] for r in got]) for m in METRICS)
+            lines.append(f"| {v} | " + " | ".join(mean_std([r[m] for r in got]) for m in METRICS)
                          + f" | {len(got)} |")
     return "\n".join(lines) + "\n"

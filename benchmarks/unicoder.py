@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobqueue import RUNS, queue_main, train_evaluate
+from jobqueue import RUNS, pretrain, queue_main, train_evaluate
 
 VARIANTS = {
     "mlm": ["mlm"],
@@ -39,15 +39,12 @@ def stage_dir(variant: str) -> Path:
 
 def run_pretrain(variant: str, data_dir: str) -> Path:
     from xlt.config import find_config, load_stage_config
-    from xlt.stages import run_stage
 
     tasks = "{" + ", ".join(f"{t}: 1.0" for t in VARIANTS[variant]) + "}"
     cfg = load_stage_config(find_config("pretrain-unicoder"), [
         f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
         f"phases.0.objectives={tasks}", f"phases.1.objectives={tasks}"])
-    if not (cfg.run_dir / "results.json").exists():
-        run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
-    return cfg.run_dir
+    return pretrain(cfg)
 
 
 def run_fine_tune(dataset: str, variant: str, seed: int, data_dir: str) -> Path:

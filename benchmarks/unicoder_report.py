@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
+
+from jobqueue import git_commit, mean_std
 
 MAIN = {"xnli": ["accuracy"], "xsid": ["intent_acc", "slot_f1", "semantic_acc"]}
 ORDER = ["none", "mlm", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "all5", "all5+multi_language"]
@@ -80,8 +81,7 @@ def collect(runs: Path, results_dir: Path) -> None:
     xsid = json.loads((results_dir / "xsid-zero-shot.json").read_text())
     rows += [{**r, "task": "intent_slot", "variant": "none", "seen": r["lang"] in seen,
               "source": "benchmarks/results/xsid-zero-shot.json"} for r in xsid["rows"] if r["seed"] in seeds]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
+    commit = git_commit()
     notes = ("Unicoder pre-training of multilingual-e5-small (config pretrain-unicoder: 200 steps of the new heads "
              "on the frozen encoder at lr 1e-3, then 1600 steps of everything at lr 5e-5, batch 32, a batch of each "
              "task in turn; monolingual text mono/{en,de,es,ja,zh,tr}; translation pairs: Bibles en-de, en-es (also "
@@ -96,14 +96,6 @@ def collect(runs: Path, results_dir: Path) -> None:
            "model": "multilingual-e5-small", "selection": "source-dev", "notes": notes, "rows": rows}
     (results_dir / "unicoder.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     (results_dir / "unicoder.md").write_text(markdown(out))
-
-
-def _mean_std(values: list[float]) -> str:
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{100 * values[0]:.1f} (1 seed)"
-    return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
 
 
 def markdown(out: dict) -> str:
@@ -131,7 +123,7 @@ def markdown(out: dict) -> str:
         for lang in langs:
             mark = "*" if any(r["seen"] for r in got if r["lang"] == lang) else ""
             lines.append(f"| {lang}{mark} | " + " | ".join(
-                _mean_std([r[metric] for r in got if r["lang"] == lang and r["variant"] == v]) for v in variants)
+                mean_std([r[metric] for r in got if r["lang"] == lang and r["variant"] == v]) for v in variants)
                 + " |")
         for label, keep in (("avg seen targets", True), ("avg unseen targets", False)):
             cells = []
@@ -140,6 +132,6 @@ def markdown(out: dict) -> str:
                 for r in got:
                     if r["variant"] == v and r["lang"] != "en" and r["seen"] == keep:
                         per_seed.setdefault(r["seed"], []).append(r[metric])
-                cells.append(_mean_std([statistics.mean(x) for x in per_seed.values()]))
+                cells.append(mean_std([statistics.mean(x) for x in per_seed.values()]))
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

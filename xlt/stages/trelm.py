@@ -275,7 +275,9 @@ class TreLM(Stage):
         save_file({k: v.detach().cpu().contiguous() for k, v in state.items()}, str(folder / "trelm.safetensors"))
         (folder / "trelm.json").write_text(json.dumps({"languages": self.languages, "split": encoder.split,
                                                        "fine_tune_language": self.options.target_lang}))
-        migration = Path(self.prepare_base(self.cfg)) / "migration.json"
+        from xlt.stages.trelm_base import base_folder
+
+        migration = base_folder(self.cfg) / "migration.json"
         return {**save_mlm_head(model.shared["lm_head"], folder, None, self.vocab), "trelm": "trelm.safetensors",
                 "languages": self.languages, "migration": json.loads(migration.read_text())
                 if migration.exists() else None, "pairs": getattr(self, "pair_report", None)}
