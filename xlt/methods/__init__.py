@@ -21,6 +21,7 @@ class Method:
     paper: ClassVar[str] = ""
     Options: ClassVar[type | None] = None  # a dataclass filled from the config's ``options:`` section
     uses_translation_at_test_time: ClassVar[bool] = False  # its results carry the translation statistics
+    serve_blocker: ClassVar[str] = ""  # why xlt predict/export/serve cannot take its models ("" = they can)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

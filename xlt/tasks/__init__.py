@@ -103,9 +103,16 @@ class Task:
     def join_predictions(self, predictions: list) -> Any:
         raise NotImplementedError
 
-    # -- raw text in, JSON out -----------------------------------------------------------------------------------
-    def from_text(self, text: str, lang: str, origin: str, labels: Labels) -> Any: raise NotImplementedError
-    def to_json(self, example, prediction) -> dict: raise NotImplementedError
+    # -- serving: raw text in, JSON out (xlt.serve) -------------------------------------------------------------
+    def serving_spec(self) -> dict:
+        """How a runtime reads raw input and turns logits into JSON without torch (stored in an export's metadata):
+        ``{"input": "words" | "pair", "outputs": {logits name: {"level": "sentence" | "token", "labels": label
+        vocabulary name, "key": JSON key, "spans": token labels are BIO spans}}}``."""
+        raise NotImplementedError
+
+    def from_serving(self, prediction: dict) -> Any:
+        """A labelled serving prediction (``xlt.serve.decode.labelled``) -> this task's prediction, for ``score``."""
+        raise NotImplementedError
 
 
 TASKS: Registry[type[Task]] = Registry("task", "xlt.tasks")

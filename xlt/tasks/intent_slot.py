@@ -130,12 +130,10 @@ class IntentSlot(Task):
         tags, stats = project_tags(prediction.tags, links, len(original.words))
         return IntentSlotPrediction(prediction.intent, tags, prediction.intent_probs), stats
 
-    def from_text(self, text: str, lang: str, origin: str, labels: Labels) -> Utterance:
-        words = text.split()
-        return Utterance(words, [UNKNOWN_TAG] * len(words), UNKNOWN_TAG, lang, origin)
+    def serving_spec(self) -> dict:
+        return {"input": "words", "outputs": {
+            "intent_logits": {"level": "sentence", "labels": "intents", "key": "intent", "spans": False},
+            "slot_logits": {"level": "token", "labels": "slots", "key": "slots", "spans": True}}}
 
-    def to_json(self, u: Utterance, p: IntentSlotPrediction) -> dict:
-        spans = [{"slot": t, "text": " ".join(u.words[s:e + 1]), "start_word": s, "end_word": e}
-                 for t, s, e in get_entities(p.tags)]
-        prob = round(float(p.intent_probs.max()), 4) if p.intent_probs is not None else None
-        return {"text": " ".join(u.words), "intent": p.intent, "intent_prob": prob, "slots": spans, "tags": p.tags}
+    def from_serving(self, p: dict) -> IntentSlotPrediction:
+        return IntentSlotPrediction(p["intent"]["label"], p["slots"])

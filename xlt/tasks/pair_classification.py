@@ -18,7 +18,6 @@ from xlt.models import pool
 from xlt.tasks import Labels, Links, Task
 from xlt.tasks.words import cross_entropy
 
-PAIR_SEPARATOR = " ||| "  # raw input of `xlt predict`: "sentence one ||| sentence two" (or a TAB)
 
 
 @dataclass
@@ -93,14 +92,9 @@ class PairClassification(Task):
     def project_back(self, prediction: ClassPrediction, original, translated, links: Links, direct):
         return prediction, ProjectionStats()
 
-    def from_text(self, text: str, lang: str, origin: str, labels: Labels) -> SentencePair:
-        sep = "\t" if "\t" in text else PAIR_SEPARATOR.strip()
-        parts = [p.strip() for p in text.split(sep)]
-        if len(parts) != 2 or not all(parts):
-            from xlt.errors import DataError
-            raise DataError(f"{origin}: a sentence pair is 'first sentence ||| second sentence' (or TAB-separated)")
-        return SentencePair(parts[0], parts[1], UNKNOWN_TAG, lang, origin)
+    def serving_spec(self) -> dict:
+        return {"input": "pair", "outputs": {
+            "logits": {"level": "sentence", "labels": "classes", "key": "label", "spans": False}}}
 
-    def to_json(self, e: SentencePair, p: ClassPrediction) -> dict:
-        return {"text_a": e.text_a, "text_b": e.text_b, "label": p.label,
-                "prob": round(float(p.probs.max()), 4) if p.probs is not None else None}
+    def from_serving(self, p: dict) -> ClassPrediction:
+        return ClassPrediction(p["label"]["label"], None)

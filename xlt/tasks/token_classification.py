@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import torch
 from seqeval.metrics import f1_score, precision_score, recall_score
-from seqeval.metrics.sequence_labeling import get_entities
 from torch import nn
 
 from xlt.align.project import ProjectionStats, project_tags, project_word_tags
@@ -135,13 +134,10 @@ class TokenClassification(Task):
     def join_predictions(self, predictions: list[TagPrediction]) -> TagPrediction:
         return TagPrediction([t for p in predictions for t in p.tags])
 
-    def from_text(self, text: str, lang: str, origin: str, labels: Labels) -> TaggedSentence:
-        words = text.split()
-        return TaggedSentence(words, [UNKNOWN_TAG] * len(words), lang, origin)
+    def serving_spec(self) -> dict:
+        key = "entities" if self.scheme == "bio" else "tags"
+        return {"input": "words", "outputs": {
+            "tag_logits": {"level": "token", "labels": "tags", "key": key, "spans": self.scheme == "bio"}}}
 
-    def to_json(self, e: TaggedSentence, p: TagPrediction) -> dict:
-        out: dict = {"text": " ".join(e.words), "tags": p.tags}
-        if self.scheme == "bio":
-            out["entities"] = [{"type": t, "text": " ".join(e.words[s:x + 1]), "start_word": s, "end_word": x}
-                               for t, s, x in get_entities(p.tags)]
-        return out
+    def from_serving(self, p: dict) -> TagPrediction:
+        return TagPrediction(p["entities" if self.scheme == "bio" else "tags"])

@@ -1,10 +1,9 @@
 """Shared by the word-level tasks (intent_slot slots, token_classification tags): sub-word encoding of pre-split
 words, and reading per-word outputs.
 
-Each word's label is trained on and read from ONE sub-token, the first piece of the word that is not a lone "▁".
-XLM-R's sentencepiece emits a lone "▁" before a pre-split word whose "▁"-prefixed form is not in the vocabulary
-(typical for CJK: "▁" + "東京"); that piece carries no word content, and reading the slot from it gave slot F1 0.0
-on Japanese in a trial run.
+Each word's label is trained on and read from ONE sub-token, the first piece of the word that is not a lone "▁"
+(``xlt.serve.words.align_words``, torch-free so that the exported runtime encodes exactly as training did); reading
+the slot from a lone "▁" gave slot F1 0.0 on Japanese in a trial run.
 """
 from __future__ import annotations
 
@@ -12,23 +11,7 @@ import torch
 
 from xlt.core.batching import IGNORE, Encoded
 from xlt.errors import DataError
-
-LONE_SPACE_PIECE = "▁"
-
-
-def align_words(tokenizer, words: list[str]) -> tuple[list[int], list[int]]:
-    """Encode pre-split ``words``; return (input_ids with specials, label-carrying sub-token index per word)."""
-    enc = tokenizer.encode(words, is_pretokenized=True)
-    first: dict[int, int] = {}
-    for pos, (word, piece) in enumerate(zip(enc.word_ids, enc.tokens)):
-        if word is None:
-            continue
-        if word not in first or (enc.tokens[first[word]] == LONE_SPACE_PIECE and piece != LONE_SPACE_PIECE):
-            first[word] = pos
-    missing = [i for i in range(len(words)) if i not in first]
-    if missing:
-        raise DataError(f"word {missing[0] + 1} ({words[missing[0]]!r}) produced no sub-tokens")
-    return list(enc.ids), [first[i] for i in range(len(words))]
+from xlt.serve.words import align_words  # torch-free: the exported runtime encodes with it too
 
 
 def encode_words(tokenizer, words: list[str], origin: str) -> tuple[list[int], list[int]]:

@@ -1,0 +1,184 @@
+"""``xlt serve``: the HTTP server (FastAPI + uvicorn).
+
+- ``POST /predict`` ``{"text": "..."} | {"texts": ["...", ...]}`` (a sentence pair: ``["first", "second"]``), optional
+  ``"lang"`` -> ``{"predictions": [...]}``, one JSON answer per text (``xlt.serve.decode.to_json``);
+- ``GET /health``; ``GET /info`` (model, task, labels, languages evaluated with their test metrics, limits);
+  OpenAPI docs at ``/docs``.
+
+Limits, each answered with a 4xx and ``{"error": ..., "limit": NAME, "max": N}``: ``max_body_bytes`` (413),
+``max_texts`` per request (413), ``max_chars`` per text (413); a text the model cannot take (empty, a pair that is
+not two texts, too long a pair) is 422 naming it; malformed JSON or a wrong schema is 422.
+
+Micro-batching: requests from concurrent clients wait in one queue; a single worker takes what is there (up to
+``max_batch`` texts, waiting at most ``max_wait_ms`` for more) and predicts it as one length-bucketed batch in a
+thread, so throughput grows with load while a lone request waits only ``max_wait_ms``.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+
+from fastapi import FastAPI, Request as HttpRequest
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from xlt.serve.predictor import Predictor, Request
+from xlt.serve.words import InputError
+
+
+@dataclass
+class Limits:
+    max_texts: int = 64
+    max_chars: int = 2000
+    max_body_bytes: int = 262_144
+    max_batch: int = 64
+    max_wait_ms: float = 5.0
+
+
+class PredictBody(BaseModel):
+    text: str | list[str] | None = None
+    texts: list[str | list[str]] | None = None
+    lang: str | None = None
+
+
+class LimitExceeded(Exception):
+    def __init__(self, message: str, limit: str, value: int) -> None:
+        super().__init__(message)
+        self.limit, self.value = limit, value
+
+
+class MicroBatcher:
+    """Collects prepared inputs from concurrent requests into shared batches."""
+
+    def __init__(self, predictor: Predictor, limits: Limits) -> None:
+        self.predictor, self.limits = predictor, limits
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.batches = self.items = 0
+
+    async def submit(self, requests: list[Request]) -> list[dict]:
+        future = asyncio.get_running_loop().create_future()
+        await self.queue.put((requests, future))
+        return await future
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            jobs = [await self.queue.get()]
+            size = len(jobs[0][0])
+            deadline = loop.time() + self.limits.max_wait_ms / 1000
+            while size < self.limits.max_batch:
+                timeout = deadline - loop.time()
+                if timeout <= 0:
+                    break
+                try:
+                    job = await asyncio.wait_for(self.queue.get(), timeout)
+                except asyncio.TimeoutError:
+                    break
+                jobs.append(job)
+                size += len(job[0])
+            flat = [r for reqs, _ in jobs for r in reqs]
+            try:
+                answers = await loop.run_in_executor(None, self.predictor.predict, flat)
+            except Exception as err:  # noqa: BLE001 - a failed batch must answer its requests, not hang them
+                for _, future in jobs:
+                    if not future.done():
+                        future.set_exception(err)
+                continue
+            self.batches, self.items = self.batches + 1, self.items + len(flat)
+            start = 0
+            for reqs, future in jobs:
+                if not future.done():
+                    future.set_result(answers[start:start + len(reqs)])
+                start += len(reqs)
+
+
+def _error(status: int, message: str, **extra) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": message, **extra})
+
+
+def create_app(predictor: Predictor, limits: Limits | None = None) -> FastAPI:
+    limits = limits or Limits()
+    batcher = MicroBatcher(predictor, limits)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        worker = asyncio.create_task(batcher.run())
+        yield
+        worker.cancel()
+
+    app = FastAPI(title="xlt", description=f"{predictor.info.get('task')} model {predictor.info.get('model')} "
+                  f"({predictor.backend})", lifespan=lifespan)
+
+    @app.middleware("http")
+    async def body_limit(request: HttpRequest, call_next):
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+            return _error(413, f"request body is {declared} bytes; the limit is {limits.max_body_bytes}",
+                          limit="max_body_bytes", max=limits.max_body_bytes)
+        if request.method == "POST":
+            body = await request.body()  # chunked bodies have no content-length: measure what came
+            if len(body) > limits.max_body_bytes:
+                return _error(413, f"request body is over {limits.max_body_bytes} bytes", limit="max_body_bytes",
+                              max=limits.max_body_bytes)
+        return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: HttpRequest, err: RequestValidationError):
+        where = "; ".join(f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg')}" for e in err.errors()[:3])
+        return _error(422, f"malformed request: {where}")
+
+    @app.exception_handler(LimitExceeded)
+    async def too_big(request: HttpRequest, err: LimitExceeded):
+        return _error(413, str(err), limit=err.limit, max=err.value)
+
+    @app.exception_handler(InputError)
+    async def bad_input(request: HttpRequest, err: InputError):
+        return _error(422, str(err))
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok", "backend": predictor.backend}
+
+    @app.get("/info")
+    async def info() -> dict:
+        return {**predictor.info, "limits": asdict(limits), "batches": batcher.batches,
+                "texts_predicted": batcher.items}
+
+    @app.post("/predict")
+    async def predict(body: PredictBody) -> dict:
+        if (body.text is None) == (body.texts is None):
+            raise InputError("give exactly one of \"text\" or \"texts\"")
+        values = [body.text] if body.text is not None else body.texts
+        if not values:
+            raise InputError("\"texts\" is empty")
+        if len(values) > limits.max_texts:
+            raise LimitExceeded(f"{len(values)} texts in one request; the limit is {limits.max_texts}",
+                                "max_texts", limits.max_texts)
+        requests = []
+        for i, value in enumerate(values):
+            for part in ([value] if isinstance(value, str) else value):
+                if len(part) > limits.max_chars:
+                    raise LimitExceeded(f"texts[{i}] is {len(part)} characters; the limit is {limits.max_chars}",
+                                        "max_chars", limits.max_chars)
+            req = Request.of(value, body.lang, predictor.pair)
+            try:
+                predictor.prepare(req)  # reject what the model cannot take before it joins a batch
+            except InputError as err:
+                raise InputError(f"texts[{i}]: {err}") from None
+            requests.append(req)
+        return {"predictions": await batcher.submit(requests)}
+
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app of one uvicorn worker process (``--workers N``): the model and limits come from the environment."""
+    import json
+
+    from xlt.serve.predictor import load_predictor
+
+    predictor = load_predictor(os.environ["XLT_SERVE_PATH"], os.environ.get("XLT_SERVE_GRAPH") or None)
+    return create_app(predictor, Limits(**json.loads(os.environ.get("XLT_SERVE_LIMITS", "{}"))))

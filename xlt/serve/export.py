@@ -1,0 +1,141 @@
+"""``xlt export RUN --out DIR [--int8]``: a self-contained folder that predicts with onnxruntime + tokenizers only.
+
+Written: ``model.onnx`` (the task model over the FULL vocabulary: trimmed embedding rows scattered back as
+``load_trained`` does; inputs ``input_ids`` / ``attention_mask`` (B, T) int64, outputs the task's logits),
+``model.int8.onnx`` with ``--int8`` (onnxruntime dynamic quantization: int8 weights of the MatMul/Gemm layers,
+activations quantized on the fly; the recipe of optimum's and sentence-transformers' CPU exports),
+``tokenizer.json``, ``xlt_export.json`` (task, labels, serving spec, the run's test results) and ``parity.json``:
+PyTorch vs ONNX fp32 (vs int8) on the run's source-language dev set: each one's metrics, their deltas, the share of
+identical predictions and the largest logit difference.
+"""
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from xlt.errors import DataError
+from xlt.serve.predictor import OnnxPredictor, Predictor, Request
+from xlt.serve.torch_predictor import TorchPredictor
+
+FORMAT_VERSION = 1
+
+
+class _LogitsOnly(torch.nn.Module):
+    """(input_ids, attention_mask) -> the task's logits in ``names`` order (what the graph computes)."""
+
+    def __init__(self, model: torch.nn.Module, names: list[str]) -> None:
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model({"input_ids": input_ids, "attention_mask": attention_mask})
+        return tuple(out[n] for n in self.names)
+
+
+def export_graph(predictor: TorchPredictor, path: Path) -> None:
+    """Trace the task model into ONNX with dynamic batch and length; the example batch has padding, so the
+    attention-mask path is what gets traced."""
+    names = list(predictor.spec["outputs"])
+    ids = predictor.tokenizer.encode(["export", "example", "text"], is_pretokenized=True).ids
+    input_ids = torch.full((2, len(ids)), predictor.pad_id, dtype=torch.long)
+    mask = torch.zeros_like(input_ids)
+    input_ids[0], mask[0] = torch.tensor(ids), 1
+    input_ids[1, :3], mask[1, :3] = torch.tensor(ids[:2] + ids[-1:]), 1
+    dims = {0: "batch", 1: "tokens"}
+    wrapper = _LogitsOnly(predictor.model, names).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer warnings about python control flow on shapes
+        torch.onnx.export(wrapper, (input_ids, mask), str(path), input_names=["input_ids", "attention_mask"],
+                          output_names=names, opset_version=17, dynamo=False,
+                          dynamic_axes={"input_ids": dims, "attention_mask": dims,
+                                        **{n: {0: "batch", 1: "tokens"} for n in names}})
+
+
+def quantize_int8(src: Path, dst: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+
+
+def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: int = 2000) -> dict:
+    """Export a trained run; returns the parity report (also written to ``out/parity.json``)."""
+    run_dir, out = Path(run_dir), Path(out)
+    torch_predictor = TorchPredictor(run_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    export_graph(torch_predictor, out / "model.onnx")
+    graphs = ["model.onnx"]
+    if int8:
+        quantize_int8(out / "model.onnx", out / "model.int8.onnx")
+        graphs.append("model.int8.onnx")
+    torch_predictor.tokenizer.save(str(out / "tokenizer.json"))
+    info = torch_predictor.info
+    meta = {"format_version": FORMAT_VERSION, **{k: info[k] for k in ("model", "task", "dataset", "method", "labels")},
+            "results": info.get("results", {}), "spec": torch_predictor.spec, "max_tokens": torch_predictor.max_tokens,
+            "pad_id": torch_predictor.pad_id, "graphs": graphs, "default_graph": graphs[-1], "exported_from": str(run_dir),
+            "translator": None,  # served methods read the input text alone (Method.serve_blocker)
+            "export_seconds": round(time.time() - t0, 1)}
+    (out / "xlt_export.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
+    report = parity_report(torch_predictor, [OnnxPredictor(out, g) for g in graphs], parity_examples)
+    (out / "parity.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
+def request_of(task, example) -> Request:
+    """The serving request that reads ``example`` as evaluation does (pre-split words, or the pair's two texts)."""
+    if task.serving_spec()["input"] == "pair":
+        return Request(task.texts(example), lang=example.lang)
+    return Request(words=list(task.words(example)), lang=example.lang)
+
+
+def parity_report(reference: TorchPredictor, others: list[Predictor], limit: int) -> dict:
+    """Metrics of every backend on the source dev set (at most ``limit`` examples), deltas to PyTorch, the share of
+    identical predictions and the largest absolute logit difference at real (unpadded) positions."""
+    run, task = reference.run, reference.run.ctx.task
+    try:
+        examples = run.ctx.load_split(run.ctx.cfg.data.source_lang, "valid")[:limit]
+    except (DataError, OSError) as err:
+        return {"skipped": f"no dev set to compare on: {err}"}
+    prepared = [reference.prepare(request_of(task, e)) for e in examples]
+    ref = reference.predict_labelled(prepared)
+    report = {"dev_set": f"{run.ctx.cfg.data.dataset} {run.ctx.cfg.data.source_lang} valid", "n": len(examples),
+              "pytorch": task.score(examples, [task.from_serving(p) for p in ref])}
+    for other in others:
+        preds = other.predict_labelled(prepared)
+        metrics = task.score(examples, [task.from_serving(p) for p in preds])
+        report[other.graph] = {**metrics, "delta_vs_pytorch": {k: metrics[k] - report["pytorch"][k]
+                                                                 for k in task.metrics},
+                               "same_predictions": sum(a == b for a, b in
+                                                       zip(_labels_only(ref), _labels_only(preds))) / len(ref),
+                               "max_abs_logit_diff": max_logit_diff(reference, other, prepared)}
+    return report
+
+
+def _labels_only(preds: list[dict]) -> list:
+    return [json.dumps({k: v["label"] if isinstance(v, dict) else v for k, v in p.items()}) for p in preds]
+
+
+def max_logit_diff(a: Predictor, b: Predictor, prepared: list, batch: int = 64) -> float:
+    rows = sorted((r for p in prepared for r in p.rows), key=lambda r: len(r[0]))
+    worst = 0.0
+    for start in range(0, len(rows), batch):
+        chunk = rows[start:start + batch]
+        width = max(len(ids) for ids, _ in chunk)
+        ids = np.full((len(chunk), width), a.pad_id, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for i, (r, _) in enumerate(chunk):
+            ids[i, :len(r)], mask[i, :len(r)] = r, 1
+        out_a, out_b = a.run_batch(ids, mask), b.run_batch(ids, mask)
+        for name in out_a:
+            diff = np.abs(out_a[name] - out_b[name])
+            if diff.ndim == 3:
+                diff = diff[mask.astype(bool)]
+            worst = max(worst, float(diff.max()))
+    return worst
+
+

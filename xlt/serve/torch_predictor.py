@@ -1,0 +1,53 @@
+"""A trained run folder as a ``Predictor`` in eager PyTorch, and what a run says about itself (``run_info``)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from xlt.errors import ConfigError
+from xlt.serve.predictor import Predictor
+
+
+def run_info(run_dir: Path, run) -> dict:
+    """Model, task, dataset, method, labels and the languages evaluated with their test metrics (results.json)."""
+    cfg = run.ctx.cfg
+    info = {"model": cfg.model.name, "task": run.ctx.task.name, "dataset": cfg.data.dataset,
+            "method": cfg.train.method, "labels": run.labels, "run": str(run_dir)}
+    results = Path(run_dir) / "results.json"
+    if results.exists():
+        r = json.loads(results.read_text())
+        info["results"] = {"split": r.get("split"), "selection": r.get("selection"),
+                           "per_language": r.get("per_language", {})}
+    return info
+
+
+def check_servable(run) -> None:
+    """Methods whose model needs more than the input text at inference are not served (yet); say why."""
+    if run.method.serve_blocker:
+        raise ConfigError(f"method {run.method.name}: {run.method.serve_blocker}; xlt predict/export/serve take "
+                          f"models that read the input text alone (zero_shot, translate_train, multi_language, "
+                          f"xeroalign, target-trained)")
+
+
+class TorchPredictor(Predictor):
+    backend = "pytorch"
+
+    def __init__(self, run_dir: Path, batch_size: int = 32, threads: int = 0) -> None:
+        from xlt.pipeline import load_trained
+
+        run = load_trained(Path(run_dir))
+        check_servable(run)
+        if threads:
+            torch.set_num_threads(threads)
+        self.model = run.model.eval()
+        super().__init__(run.tokenizer, run.labels, run.ctx.task.serving_spec(), run.max_tokens, run.pad,
+                         run_info(run_dir, run), batch_size)
+        self.run = run
+
+    @torch.inference_mode()
+    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
+        out = self.model({"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask)})
+        return {name: out[name].float().numpy() for name in self.spec["outputs"]}
