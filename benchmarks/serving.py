@@ -1,0 +1,157 @@
+"""Benchmark: serving the zero-shot xSID model (multilingual-e5-small) on 2 CPU cores.
+
+- Export the run (``xlt export --int8``: ONNX fp32 + dynamic int8, with its parity report).
+- Throughput: utterances/s of PyTorch eager, ONNX fp32 and ONNX int8 at batch 1 / 32 / 128 on xSID English test
+  utterances given as raw text (word splitting, encoding, padding, decoding and JSON included), and batch-1 latency
+  p50/p99; 2 threads each (``torch.set_num_threads`` / ``intra_op_num_threads``).
+- Accuracy of each backend on the xSID test set of every language (pre-split words, as evaluation reads them).
+- Load and fault test (``serving_load.py``): ``xlt serve`` on 127.0.0.1 with the int8 graph, 32 clients for 60 s,
+  then a burst of bad requests mixed with valid ones, then kill -9 and restart.
+
+    python benchmarks/serving.py --data-dir ../shared/data [--run benchmarks/runs/xsid-zero-shot-newcore-seed1]
+
+Writes benchmarks/results/serving.{json,md}.  Nothing else may run on the machine meanwhile (timings).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+from jobqueue import RESULTS, RUNS, git_commit
+from serving_load import run_load_test
+
+VARIANTS = {"pytorch_eager": None, "onnx_fp32": "model.onnx", "onnx_int8": "model.int8.onnx"}
+BATCHES = (1, 32, 128)
+THREADS = 2
+
+
+def predictor_of(variant: str, run_dir: Path, export: Path, batch_size: int):
+    from xlt.serve.predictor import OnnxPredictor
+    from xlt.serve.torch_predictor import TorchPredictor
+
+    if VARIANTS[variant] is None:
+        return TorchPredictor(run_dir, batch_size=batch_size, threads=THREADS)
+    return OnnxPredictor(export, VARIANTS[variant], batch_size=batch_size, threads=THREADS)
+
+
+def throughput(predictor, texts: list[str], batch: int) -> dict:
+    """Utterances/s over ``texts`` sent ``batch`` at a time (each call sorts and pads its own batch)."""
+    from xlt.serve.predictor import Request
+
+    predictor.batch_size = batch
+    predictor.predict([Request([t]) for t in texts[:batch]])  # warm-up
+    calls = []
+    t0 = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        c0 = time.perf_counter()
+        predictor.predict([Request([t]) for t in texts[start:start + batch]])
+        calls.append(time.perf_counter() - c0)
+    wall = time.perf_counter() - t0
+    row = {"batch_size": batch, "utterances": len(texts), "utterances_per_second": round(len(texts) / wall, 1)}
+    if batch == 1:
+        lat = sorted(calls)
+        row |= {"latency_ms_p50": round(1000 * lat[len(lat) // 2], 2),
+                "latency_ms_p99": round(1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))], 2)}
+    return row
+
+
+def accuracy(predictor, task, tests: dict) -> dict:
+    from xlt.serve.export import request_of
+
+    predictor.batch_size = 64
+    out = {}
+    for lang, examples in tests.items():
+        prepared = [predictor.prepare(request_of(task, e)) for e in examples]
+        preds = [task.from_serving(p) for p in predictor.predict_labelled(prepared)]
+        out[lang] = task.score(examples, preds)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--run", default=str(RUNS / "xsid-zero-shot-newcore-seed1"))
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--skip-accuracy", action="store_true")
+    ap.add_argument("--export", default=str(RUNS / "serving-export"), help="where the export is written")
+    ap.add_argument("--results", default=str(RESULTS), help="where serving.{json,md} go")
+    args = ap.parse_args()
+    from xlt.config import load_config
+    from xlt.core.context import RunContext
+    from xlt.serve.export import export_run
+
+    run_dir, export = Path(args.run), Path(args.export)
+    if not (export / "model.int8.onnx").exists():
+        export_run(run_dir, export, int8=True)
+    parity = json.loads((export / "parity.json").read_text())
+    cfg = load_config(run_dir / "config.yaml", [f"data.data_dir={args.data_dir}"])
+    ctx = RunContext.from_config(cfg)
+    tests = {lang: ctx.load_split(lang, "test") for lang in cfg.data.eval_langs}
+    texts = [" ".join(u.words) for u in tests["en"]]
+    rows, speed = [], {}
+    for variant in VARIANTS:
+        predictor = predictor_of(variant, run_dir, export, 32)
+        for batch in BATCHES:
+            r = throughput(predictor, texts[:200] if batch == 1 else texts, batch)
+            speed[(variant, batch)] = r["utterances_per_second"]
+            print(variant, r, flush=True)
+            rows.append({"method": "zero_shot", "dataset": "xsid", "lang": "en", "variant": variant, **r})
+        if not args.skip_accuracy:
+            for lang, m in accuracy(predictor, ctx.task, tests).items():
+                rows.append({"method": "zero_shot", "dataset": "xsid", "lang": lang, "seed": cfg.train.seed,
+                             "variant": variant, **{k: round(v, 4) for k, v in m.items() if k != "n"},
+                             "n_test": m["n"]})
+            print(variant, "accuracy done", flush=True)
+        del predictor
+    load = run_load_test(export, texts, "model.int8.onnx", seconds=args.seconds)
+    print(load, flush=True)
+    rows.append({"method": "zero_shot", "dataset": "xsid", "variant": "onnx_int8_server", **load})
+    write(rows, speed, parity, run_dir, args)
+
+
+def write(rows: list[dict], speed: dict, parity: dict, run_dir: Path, args) -> None:
+    def avg(variant: str, metric: str) -> float | None:
+        vals = [r[metric] for r in rows if r.get("variant") == variant and metric in r and "n_test" in r]
+        return statistics.mean(vals) if vals else None
+
+    summary = {"int8_vs_eager_at_32": round(speed[("onnx_int8", 32)] / speed[("pytorch_eager", 32)], 2),
+               "int8_utterances_per_second_at_32": speed[("onnx_int8", 32)]}
+    for metric in ("intent_acc", "slot_f1"):
+        if avg("pytorch_eager", metric) is not None:
+            summary[f"{metric}_avg_loss_int8_points"] = round(100 * (avg("pytorch_eager", metric)
+                                                                      - avg("onnx_int8", metric)), 2)
+    notes = (f"model: {run_dir} (zero-shot xSID, selection on the English dev set); {THREADS} threads per backend; "
+             f"throughput on xSID en test utterances as raw texts, end to end (splitting, encoding, padding, model, decoding, JSON); accuracy on pre-split test "
+             f"words of every language; load test: xlt serve (int8) on 127.0.0.1, 32 clients, {args.seconds:.0f} s")
+    result = {"benchmark": "serving", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "git_commit": git_commit(), "machine": f"{platform.machine()}, {THREADS} CPU threads, no GPU",
+              "model": "multilingual-e5-small", "selection": "source-dev", "notes": notes, "summary": summary,
+              "parity_dev": parity, "rows": rows}
+    (Path(args.results) / "serving.json").write_text(json.dumps(result, indent=1))
+    lines = ["# Serving the zero-shot xSID model (multilingual-e5-small, 2 CPU threads)", "", notes, "",
+             "| variant | batch 1 utt/s | batch 1 p50 / p99 ms | batch 32 utt/s | batch 128 utt/s |",
+             "|---|---|---|---|---|"]
+    for v in VARIANTS:
+        b = {r["batch_size"]: r for r in rows if r.get("variant") == v and "batch_size" in r}
+        lines.append(f"| {v} | {b[1]['utterances_per_second']} | {b[1]['latency_ms_p50']} / "
+                     f"{b[1]['latency_ms_p99']} | {b[32]['utterances_per_second']} | "
+                     f"{b[128]['utterances_per_second']} |")
+    accs = [r for r in rows if "n_test" in r]
+    if accs:
+        lines += ["", "| lang | " + " | ".join(f"{v} intent / slot F1" for v in VARIANTS) + " |",
+                  "|---|" + "---|" * len(VARIANTS)]
+        for lang in dict.fromkeys(r["lang"] for r in accs):
+            cells = [next((f"{100 * r['intent_acc']:.1f} / {100 * r['slot_f1']:.1f}" for r in accs
+                           if r["lang"] == lang and r["variant"] == v), "–") for v in VARIANTS]
+            lines.append(f"| {lang} | " + " | ".join(cells) + " |")
+    load = next(r for r in rows if r.get("variant") == "onnx_int8_server")
+    lines += ["", "Summary: " + json.dumps(summary), "", "Load test: " + json.dumps(load)]
+    (Path(args.results) / "serving.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
