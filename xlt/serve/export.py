@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from xlt.errors import DataError
-from xlt.serve.predictor import OnnxPredictor, Predictor, Request
+from xlt.serve.predictor import OnnxPredictor, Predictor, Request, pad_batch
 from xlt.serve.torch_predictor import TorchPredictor
 
 FORMAT_VERSION = 1
@@ -124,12 +124,7 @@ def max_logit_diff(a: Predictor, b: Predictor, prepared: list, batch: int = 64) 
     rows = sorted((r for p in prepared for r in p.rows), key=lambda r: len(r[0]))
     worst = 0.0
     for start in range(0, len(rows), batch):
-        chunk = rows[start:start + batch]
-        width = max(len(ids) for ids, _ in chunk)
-        ids = np.full((len(chunk), width), a.pad_id, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for i, (r, _) in enumerate(chunk):
-            ids[i, :len(r)], mask[i, :len(r)] = r, 1
+        ids, mask = pad_batch([r for r, _ in rows[start:start + batch]], a.pad_id)
         out_a, out_b = a.run_batch(ids, mask), b.run_batch(ids, mask)
         for name in out_a:
             diff = np.abs(out_a[name] - out_b[name])

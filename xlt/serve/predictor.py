@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from xlt.serve.decode import decode_rows, join_rows, labelled, to_json
-from xlt.serve.words import InputError, Words, align_words, split_words
+from xlt.serve.words import InputError, Words, align_words, split_words, word_windows
 
 PAIR_SEPARATOR = "|||"  # a sentence pair typed as one string: "first sentence ||| second sentence" (or a TAB)
 
@@ -38,6 +38,15 @@ class Request:
         return cls(list(value), lang=lang)
 
 
+def pad_batch(seqs: list[list[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Id lists -> (input_ids, attention_mask) (B, T) int64, padded to the longest."""
+    ids = np.full((len(seqs), max(map(len, seqs))), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for b, seq in enumerate(seqs):
+        ids[b, :len(seq)], mask[b, :len(seq)] = seq, 1
+    return ids, mask
+
+
 @dataclass
 class Prepared:
     rows: list[tuple[list[int], list[int]]]  # (input_ids, label-carrying sub-token per word) per window
@@ -55,7 +64,6 @@ class Predictor:
         self.tokenizer, self.labels, self.spec = tokenizer, labels, spec
         self.max_tokens, self.pad_id, self.batch_size = max_tokens, pad_id, batch_size
         self.info = dict(info, backend=self.backend, max_tokens=max_tokens)
-        self._specials = len(tokenizer.encode([], is_pretokenized=True).ids)
         self.pair = spec["input"] == "pair"
 
     def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
@@ -82,7 +90,7 @@ class Predictor:
         ids, positions = align_words(self.tokenizer, words.words)
         if len(ids) <= self.max_tokens:
             return Prepared([(ids, positions)], words, [])
-        windows = self._windows(words.words)
+        windows = word_windows(self.tokenizer, words.words, self.max_tokens)
         rows = [align_words(self.tokenizer, words.words[a:b]) for a, b in windows]
         return Prepared(rows, words, [f"input is {len(ids)} sub-tokens, over the model's {self.max_tokens}: predicted "
                                       f"in {len(rows)} windows of whole words (sentence-level probabilities "
@@ -100,21 +108,6 @@ class Predictor:
                              f"(max_tokens) and a pair cannot be split")
         return Prepared([(ids, [])], None, [])
 
-    def _windows(self, words: list[str]) -> list[tuple[int, int]]:
-        """Consecutive word ranges whose encodings fit in ``max_tokens`` positions."""
-        sizes = [len(self.tokenizer.encode([w], is_pretokenized=True).ids) - self._specials for w in words]
-        windows, start, used, room = [], 0, 0, self.max_tokens - self._specials
-        for i, size in enumerate(sizes):
-            if size > room:
-                raise InputError(f"word {i + 1} ({words[i][:20]!r}) alone is {size} sub-tokens, over the model's "
-                                 f"{self.max_tokens} (max_tokens)")
-            if used + size > room:
-                windows.append((start, i))
-                start, used = i, 0
-            used += size
-        windows.append((start, len(words)))
-        return windows
-
     # -- prediction ------------------------------------------------------------------------------------------------
     def predict_labelled(self, prepared: list[Prepared]) -> list[dict]:
         """Prepared inputs -> labelled predictions (``decode.labelled``), batched by length."""
@@ -124,12 +117,8 @@ class Predictor:
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
             rows = [flat[k][1] for k in idx]
-            width = max(len(ids) for ids, _ in rows)
-            input_ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for b, (ids, _) in enumerate(rows):
-                input_ids[b, :len(ids)], mask[b, :len(ids)] = ids, 1
-            for k, row in zip(idx, decode_rows(self.run_batch(input_ids, mask), [p for _, p in rows], self.spec)):
+            outputs = self.run_batch(*pad_batch([ids for ids, _ in rows], self.pad_id))
+            for k, row in zip(idx, decode_rows(outputs, [p for _, p in rows], self.spec)):
                 decoded[k] = row
         per_input: list[list] = [[] for _ in prepared]
         for (i, _), row in zip(flat, decoded):

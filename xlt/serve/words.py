@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from xlt.errors import DataError, XltError
+from xlt.errors import DataError
 
 LONE_SPACE_PIECE = "▁"
 # scripts written without spaces between words: each sub-token of them is a word
@@ -20,7 +20,7 @@ _NO_SPACE_RANGES = ((0x2E80, 0x2FDF), (0x3040, 0x30FF), (0x3100, 0x31FF), (0x340
                     (0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF))  # Thai, Lao, Myanmar, Khmer
 
 
-class InputError(XltError):
+class InputError(DataError):
     """An input text the model cannot take (empty, whitespace only, too long, invalid UTF-8); the message says why."""
 
 
@@ -95,3 +95,20 @@ def align_words(tokenizer, words: list[str]) -> tuple[list[int], list[int]]:
     if missing:
         raise DataError(f"word {missing[0] + 1} ({words[missing[0]]!r}) produced no sub-tokens")
     return list(enc.ids), [first[i] for i in range(len(words))]
+
+
+def word_windows(tokenizer, words: list[str], limit: int) -> list[tuple[int, int]]:
+    """(start, end) word ranges, in order, whose encodings (with the special tokens) fit in ``limit`` sub-tokens."""
+    specials = len(tokenizer.encode([], is_pretokenized=True).ids)
+    sizes = [len(tokenizer.encode([w], is_pretokenized=True).ids) - specials for w in words]
+    windows, start, used = [], 0, 0
+    for i, size in enumerate(sizes):
+        if size + specials > limit:
+            raise InputError(f"word {i + 1} ({words[i][:20]!r}) alone is {size} sub-tokens, over the model's limit "
+                             f"of {limit}")
+        if used + size + specials > limit:
+            windows.append((start, i))
+            start, used = i, 0
+        used += size
+    windows.append((start, len(words)))
+    return windows

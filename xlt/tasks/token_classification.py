@@ -22,7 +22,8 @@ from xlt.data.records import UNKNOWN_TAG, TaggedSentence
 from xlt.errors import ConfigError
 from xlt.models import pool
 from xlt.tasks import Labels, Links, Task
-from xlt.tasks.words import encode_words, token_cross_entropy, word_argmax, word_label_tensor, word_windows
+from xlt.serve.words import word_windows
+from xlt.tasks.words import encode_words, token_cross_entropy, word_argmax, word_label_tensor
 
 
 @dataclass

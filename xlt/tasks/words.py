@@ -50,19 +50,3 @@ def word_argmax(logits: torch.Tensor, batch: dict) -> list[list[int]]:
     ids = word_logits.argmax(-1).cpu()
     counts = batch["word_mask"].sum(1).tolist()
     return [ids[b, :n].tolist() for b, n in enumerate(counts)]
-
-
-def word_windows(tokenizer, words: list[str], limit: int) -> list[tuple[int, int]]:
-    """(start, end) word ranges, in order, whose encodings (with the special tokens) fit in ``limit`` sub-tokens."""
-    specials = len(tokenizer.encode([], is_pretokenized=True).ids)
-    sizes = [len(tokenizer.encode([w], is_pretokenized=True).ids) - specials for w in words]
-    windows, start, used = [], 0, 0
-    for i, size in enumerate(sizes):
-        if size + specials > limit:
-            raise DataError(f"word {i + 1} ({words[i][:20]!r}...) alone is {size} sub-tokens, over the model's limit")
-        if used + size + specials > limit:
-            windows.append((start, i))
-            start, used = i, 0
-        used += size
-    windows.append((start, len(words)))
-    return windows
