@@ -1,6 +1,6 @@
 """The load and fault test of ``benchmarks/serving.py``: a real ``xlt serve`` process on 127.0.0.1 only.
 
-1. ``clients`` concurrent clients (threads, one keep-alive connection each) send one valid utterance per request for
+1. One client for 15 s (the baseline micro-batching must beat), then ``clients`` concurrent clients (threads, one keep-alive connection each) send one valid utterance per request for
    ``seconds``; every answer must be 200 with one prediction; latency per request, throughput, and the server's RSS
    sampled every second (memory must stay flat: the last quarter's mean vs the first quarter's).
 2. A burst: bad requests (body over the limit, too many texts, a text over the character limit, malformed JSON, a
@@ -137,7 +137,10 @@ def run_load_test(export: Path, texts: list[str], graph: str, port: int = 8765, 
     server = start_server(export, port, graph)
     try:
         before = _request(port, "POST", "/predict", probe)[1]
+        alone = load_phase(port, texts, 1, min(seconds, 15), server.pid)  # micro-batching: throughput grows with load
         load = load_phase(port, texts, clients, seconds, server.pid)
+        load |= {"one_client_utterances_per_second": alone["utterances_per_second"],
+                 "one_client_latency_ms_p50": alone["latency_ms_p50"]}
         burst = burst_phase(port, texts)
     finally:
         os.kill(server.pid, signal.SIGKILL)
