@@ -117,9 +117,8 @@ def test_export_runtime_predicts_what_pytorch_predicts(served):
 
 
 def test_export_folder_runs_without_torch(served):
-    code = ("import sys, json; from xlt.serve.predictor import OnnxPredictor, Request; "
-            f"p = OnnxPredictor({str(served['export'])!r}); "
-            "print(json.dumps(p.predict([Request(['set an alarm'])])[0])); "
+    code = ("import sys; from xlt.cli import main; "
+            f"main(['predict', {str(served['export'])!r}, 'set an alarm']); "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

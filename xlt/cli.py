@@ -180,8 +180,10 @@ def cmd_demo(args) -> None:
     print(f"demo finished in {(time.time() - t0) / 60:.1f} min; run folder: {run_dir}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    catalog = _catalog()
+def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
+    """``with_catalog=False`` leaves the --help catalog out: building it imports torch and every registry, which
+    ``xlt predict`` / ``xlt serve`` of an ONNX export must not pay for."""
+    catalog = _catalog() if with_catalog else ""
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog="xlt", description="cross-lingual transfer for NLU", epilog=catalog,
                                      formatter_class=fmt)
@@ -260,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(with_catalog=any(a in ("-h", "--help") for a in argv)).parse_args(argv)
     try:
         args.func(args)
     except XltError as err:
