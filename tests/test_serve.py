@@ -200,3 +200,18 @@ def test_pair_models_take_two_texts(tiny_data, xlt_home, tmp_path):
         p.predict([Request(["only one sentence"])])
     with pytest.raises(InputError, match="at most 128"):
         p.predict([Request(["music " * 100, "alarm " * 100])])
+
+
+@pytest.mark.parametrize("name", ["filter", "filter_self_teaching", "translate_test", "tall"])
+def test_methods_that_need_more_than_the_text_are_refused_with_the_reason(name):
+    from types import SimpleNamespace
+
+    from xlt.errors import ConfigError
+    from xlt.methods import get_method
+    from xlt.serve.torch_predictor import check_servable
+
+    method = get_method(name)
+    assert method.serve_blocker
+    with pytest.raises(ConfigError, match=f"method {name}: "):
+        check_servable(SimpleNamespace(method=method))
+    check_servable(SimpleNamespace(method=get_method("zero_shot")))  # the plain methods pass
