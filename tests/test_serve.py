@@ -202,7 +202,7 @@ def test_pair_models_take_two_texts(tiny_data, xlt_home, tmp_path):
         p.predict([Request(["music " * 100, "alarm " * 100])])
 
 
-@pytest.mark.parametrize("name", ["filter", "filter_self_teaching", "translate_test", "tall"])
+@pytest.mark.parametrize("name", ["translate_test", "tall"])
 def test_methods_that_need_more_than_the_text_are_refused_with_the_reason(name):
     from types import SimpleNamespace
 
@@ -215,3 +215,24 @@ def test_methods_that_need_more_than_the_text_are_refused_with_the_reason(name):
     with pytest.raises(ConfigError, match=f"method {name}: "):
         check_servable(SimpleNamespace(method=method))
     check_servable(SimpleNamespace(method=get_method("zero_shot")))  # the plain methods pass
+
+
+def test_filter_models_are_served_with_their_translation(tiny_cfg, tmp_path):
+    """A fusion model's export records its translator; the runtime translates each input and feeds both sides."""
+    from xlt.serve.export import export_run
+    from xlt.serve.predictor import OnnxPredictor
+    from xlt.serve.torch_predictor import TorchPredictor
+    from xlt.train import train
+
+    run_dir = train(tiny_cfg("train.method=filter", "name=filter-served", "translation.translator=identity",
+                             "translation.extra_parallel=[]", "translation.languages=[de]", "options.local_layers=1",
+                             "options.fusion_layers=1", "train.max_steps=2", "train.eval_every=2"))
+    report = export_run(run_dir, tmp_path / "export")
+    assert report["model.onnx"]["same_predictions"] == 1.0
+    torch_p, onnx_p = TorchPredictor(run_dir), OnnxPredictor(tmp_path / "export")
+    assert onnx_p.translation == {"backend": "identity", "source_lang": "en", "target_lang": "de"}
+    requests = [Request(["Wecker für morgen"], lang="de"), Request(["set an alarm"], lang="en"), Request(["Wetter"])]
+    a, b = torch_p.predict(requests), onnx_p.predict(requests)
+    assert [x["intent"] for x in a] == [x["intent"] for x in b] and [x["slots"] for x in a] == [x["slots"] for x in b]
+    with pytest.raises(InputError, match="lang must be one of them"):
+        onnx_p.predict([Request(["tokyo"], lang="ja")])

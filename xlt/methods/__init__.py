@@ -22,6 +22,7 @@ class Method:
     Options: ClassVar[type | None] = None  # a dataclass filled from the config's ``options:`` section
     uses_translation_at_test_time: ClassVar[bool] = False  # its results carry the translation statistics
     serve_blocker: ClassVar[str] = ""  # why xlt predict/export/serve cannot take its models ("" = they can)
+    serve_with_translation: ClassVar[bool] = False  # served models read each input with its translation (FILTER)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

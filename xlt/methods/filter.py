@@ -46,8 +46,7 @@ class Filter(Method):
     name = "filter"
     description = "fusion encoder over an input and its translation, L_src + λ·L_tgt"
     paper = "Fang et al. 2021"
-    serve_blocker = ("the model reads each input together with its translation (fusion), which the "
-                     "runtime does not make yet")
+    serve_with_translation = True  # the runtime translates each input with the run's translator
     Options = FilterOptions
     uses_translation_at_test_time = True
 

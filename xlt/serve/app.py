@@ -81,7 +81,7 @@ class MicroBatcher:
                 size += len(job[0])
             flat = [r for reqs, _ in jobs for r in reqs]
             try:
-                answers = await loop.run_in_executor(None, self.predictor.predict, flat)
+                answers = await loop.run_in_executor(None, self.predictor.predict, flat, "record")
             except Exception as err:  # noqa: BLE001 - a failed batch must answer its requests, not hang them
                 for _, future in jobs:
                     if not future.done():
@@ -169,7 +169,11 @@ def create_app(predictor: Predictor, limits: Limits | None = None) -> FastAPI:
             except InputError as err:
                 raise InputError(f"texts[{i}]: {err}") from None
             requests.append(req)
-        return {"predictions": await batcher.submit(requests)}
+        answers = await batcher.submit(requests)
+        for i, answer in enumerate(answers):  # found only in the batch (e.g. a translation over the limit)
+            if "error" in answer:
+                raise InputError(f"texts[{i}]: {answer['error']}")
+        return {"predictions": answers}
 
     return app
 

@@ -26,34 +26,47 @@ FORMAT_VERSION = 1
 
 
 class _LogitsOnly(torch.nn.Module):
-    """(input_ids, attention_mask) -> the task's logits in ``names`` order (what the graph computes)."""
+    """(input_ids, attention_mask[, pair_input_ids, pair_attention_mask]) -> the task's logits in ``names`` order."""
 
     def __init__(self, model: torch.nn.Module, names: list[str]) -> None:
         super().__init__()
         self.model, self.names = model, names
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model({"input_ids": input_ids, "attention_mask": attention_mask})
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, pair_input_ids: torch.Tensor | None = None,
+                pair_attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        batch: dict = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if pair_input_ids is not None:
+            batch["pair"] = {"input_ids": pair_input_ids, "attention_mask": pair_attention_mask}
+        out = self.model(batch)
         return tuple(out[n] for n in self.names)
 
 
-def export_graph(predictor: TorchPredictor, path: Path) -> None:
-    """Trace the task model into ONNX with dynamic batch and length; the example batch has padding, so the
-    attention-mask path is what gets traced."""
-    names = list(predictor.spec["outputs"])
-    ids = predictor.tokenizer.encode(["export", "example", "text"], is_pretokenized=True).ids
+def _example_batch(predictor: TorchPredictor, words: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two rows, the second padded, so the attention-mask path is what gets traced."""
+    ids = predictor.tokenizer.encode(words, is_pretokenized=True).ids
     input_ids = torch.full((2, len(ids)), predictor.pad_id, dtype=torch.long)
     mask = torch.zeros_like(input_ids)
     input_ids[0], mask[0] = torch.tensor(ids), 1
     input_ids[1, :3], mask[1, :3] = torch.tensor(ids[:2] + ids[-1:]), 1
-    dims = {0: "batch", 1: "tokens"}
+    return input_ids, mask
+
+
+def export_graph(predictor: TorchPredictor, path: Path) -> None:
+    """Trace the task model into ONNX with dynamic batch and lengths (a fusion model: with its translation inputs)."""
+    names = list(predictor.spec["outputs"])
+    inputs = _example_batch(predictor, ["export", "example", "text"])
+    input_names = ["input_ids", "attention_mask"]
+    dims = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
+            **{n: {0: "batch", 1: "tokens"} for n in names}}
+    if predictor.translation:
+        inputs += _example_batch(predictor, ["a", "longer", "example", "translation"])
+        input_names += ["pair_input_ids", "pair_attention_mask"]
+        dims |= {n: {0: "batch", 1: "pair_tokens"} for n in input_names[2:]}
     wrapper = _LogitsOnly(predictor.model, names).eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer warnings about python control flow on shapes
-        torch.onnx.export(wrapper, (input_ids, mask), str(path), input_names=["input_ids", "attention_mask"],
-                          output_names=names, opset_version=17, dynamo=False,
-                          dynamic_axes={"input_ids": dims, "attention_mask": dims,
-                                        **{n: {0: "batch", 1: "tokens"} for n in names}})
+        torch.onnx.export(wrapper, inputs, str(path), input_names=input_names, output_names=names,
+                          opset_version=17, dynamo=False, dynamic_axes=dims)
 
 
 def quantize_int8(src: Path, dst: Path) -> None:
@@ -78,7 +91,7 @@ def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: in
     meta = {"format_version": FORMAT_VERSION, **{k: info[k] for k in ("model", "task", "dataset", "method", "labels")},
             "results": info.get("results", {}), "spec": torch_predictor.spec, "max_tokens": torch_predictor.max_tokens,
             "pad_id": torch_predictor.pad_id, "graphs": graphs, "default_graph": graphs[-1], "exported_from": str(run_dir),
-            "translator": None,  # served methods read the input text alone (Method.serve_blocker)
+            "translation": torch_predictor.translation,  # fusion models: the translator the runtime calls
             "export_seconds": round(time.time() - t0, 1)}
     (out / "xlt_export.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
     report = parity_report(torch_predictor, [OnnxPredictor(out, g) for g in graphs], parity_examples)
@@ -101,7 +114,10 @@ def parity_report(reference: TorchPredictor, others: list[Predictor], limit: int
         examples = run.ctx.load_split(run.ctx.cfg.data.source_lang, "valid")[:limit]
     except (DataError, OSError) as err:
         return {"skipped": f"no dev set to compare on: {err}"}
-    prepared = [reference.prepare(request_of(task, e)) for e in examples]
+    requests = [request_of(task, e) for e in examples]
+    prepared = [reference.prepare(r) for r in requests]
+    if reference.translation:
+        reference.translate(requests, prepared)
     ref = reference.predict_labelled(prepared)
     report = {"dev_set": f"{run.ctx.cfg.data.dataset} {run.ctx.cfg.data.source_lang} valid", "n": len(examples),
               "pytorch": task.score(examples, [task.from_serving(p) for p in ref])}
@@ -120,17 +136,17 @@ def _labels_only(preds: list[dict]) -> list:
     return [json.dumps({k: v["label"] if isinstance(v, dict) else v for k, v in p.items()}) for p in preds]
 
 
-def max_logit_diff(a: Predictor, b: Predictor, prepared: list, batch: int = 64) -> float:
-    rows = sorted((r for p in prepared for r in p.rows), key=lambda r: len(r[0]))
+def max_logit_diff(a: Predictor, b: Predictor, prepared: list) -> float:
+    """The largest |a - b| over all outputs, at real (unpadded) positions of token-level outputs."""
     worst = 0.0
-    for start in range(0, len(rows), batch):
-        ids, mask = pad_batch([r for r, _ in rows[start:start + batch]], a.pad_id)
-        out_a, out_b = a.run_batch(ids, mask), b.run_batch(ids, mask)
+    for idx, out_a, _, flat in a.batches(prepared):
+        arrays = pad_batch([flat[k][1][0] for k in idx], a.pad_id)
+        if a.translation:
+            arrays += pad_batch([flat[k][2] for k in idx], a.pad_id)
+        out_b = b.run_batch(*arrays)
         for name in out_a:
             diff = np.abs(out_a[name] - out_b[name])
             if diff.ndim == 3:
-                diff = diff[mask.astype(bool)]
+                diff = diff[arrays[1].astype(bool)]
             worst = max(worst, float(diff.max()))
     return worst
-
-

@@ -52,6 +52,7 @@ class Prepared:
     rows: list[tuple[list[int], list[int]]]  # (input_ids, label-carrying sub-token per word) per window
     words: Words | None
     warnings: list[str]
+    pair_ids: list[int] | None = None  # the encoded translation (fusion models: FILTER)
 
 
 class Predictor:
@@ -60,18 +61,26 @@ class Predictor:
     backend = ""
 
     def __init__(self, tokenizer, labels: dict, spec: dict, max_tokens: int, pad_id: int, info: dict,
-                 batch_size: int = 32) -> None:
+                 batch_size: int = 32, translation: dict | None = None) -> None:
         self.tokenizer, self.labels, self.spec = tokenizer, labels, spec
         self.max_tokens, self.pad_id, self.batch_size = max_tokens, pad_id, batch_size
-        self.info = dict(info, backend=self.backend, max_tokens=max_tokens)
+        # fusion models (FILTER) read each input with its translation: {"backend", "source_lang", "target_lang"}
+        self.translation, self._translator = translation, None
+        self.info = dict(info, backend=self.backend, max_tokens=max_tokens, translation=translation)
         self.pair = spec["input"] == "pair"
 
-    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
-        """(B, T) int64 ids and mask -> {logits name: (B, C) or (B, T, C) float array}."""
+    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray, pair_ids: np.ndarray | None = None,
+                  pair_mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """(B, T) int64 ids and mask (+ the translations' (B, T') for fusion models) -> {logits name: (B, C) or
+        (B, T, C) float array}."""
         raise NotImplementedError
 
     # -- inputs ----------------------------------------------------------------------------------------------------
     def prepare(self, req: Request) -> Prepared:
+        t = self.translation
+        if t and req.lang not in (None, t["source_lang"], t["target_lang"]):
+            raise InputError(f"this model reads its input with a {t['backend']} translation between "
+                             f"{t['source_lang']} and {t['target_lang']}: lang must be one of them, not {req.lang!r}")
         if self.spec["input"] == "pair":
             return self._prepare_pair(req)
         if req.words is not None:
@@ -90,6 +99,9 @@ class Predictor:
         ids, positions = align_words(self.tokenizer, words.words)
         if len(ids) <= self.max_tokens:
             return Prepared([(ids, positions)], words, [])
+        if self.translation:
+            raise InputError(f"input is {len(ids)} sub-tokens, over the model's {self.max_tokens} (max_tokens); a "
+                             f"model that reads the input with its translation cannot split it")
         windows = word_windows(self.tokenizer, words.words, self.max_tokens)
         rows = [align_words(self.tokenizer, words.words[a:b]) for a, b in windows]
         return Prepared(rows, words, [f"input is {len(ids)} sub-tokens, over the model's {self.max_tokens}: predicted "
@@ -109,21 +121,55 @@ class Predictor:
         return Prepared([(ids, [])], None, [])
 
     # -- prediction ------------------------------------------------------------------------------------------------
-    def predict_labelled(self, prepared: list[Prepared]) -> list[dict]:
-        """Prepared inputs -> labelled predictions (``decode.labelled``), batched by length."""
-        flat = [(i, row) for i, p in enumerate(prepared) for row in p.rows]
+    def batches(self, prepared: list[Prepared]):
+        """Length-sorted padded batches of all rows: (row indices into ``flat``, model outputs, word positions);
+        ``flat`` lists (input index, row) in input order."""
+        flat = [(i, row, p.pair_ids) for i, p in enumerate(prepared) for row in p.rows]
         order = sorted(range(len(flat)), key=lambda k: len(flat[k][1][0]))
-        decoded: list = [None] * len(flat)
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
-            rows = [flat[k][1] for k in idx]
-            outputs = self.run_batch(*pad_batch([ids for ids, _ in rows], self.pad_id))
-            for k, row in zip(idx, decode_rows(outputs, [p for _, p in rows], self.spec)):
-                decoded[k] = row
+            pairs = [flat[k][2] for k in idx]
+            arrays = pad_batch([flat[k][1][0] for k in idx], self.pad_id)
+            if self.translation:
+                arrays += pad_batch(pairs, self.pad_id)
+            yield idx, self.run_batch(*arrays), [flat[k][1][1] for k in idx], flat
+
+    def predict_labelled(self, prepared: list[Prepared]) -> list[dict]:
+        """Prepared inputs -> labelled predictions (``decode.labelled``), batched by length."""
+        decoded: dict[int, dict] = {}
+        flat: list = []
+        for idx, outputs, positions, flat in self.batches(prepared):
+            decoded.update(zip(idx, decode_rows(outputs, positions, self.spec)))
         per_input: list[list] = [[] for _ in prepared]
-        for (i, _), row in zip(flat, decoded):
-            per_input[i].append(row)
+        for k, (i, _, _) in enumerate(flat):
+            per_input[i].append(decoded[k])
         return [labelled(join_rows(rows, self.spec), self.spec, self.labels) for rows in per_input]
+
+    def translate(self, requests: list[Request], prepared: list[Prepared | None]) -> dict[int, str]:
+        """Fusion models: each input's translation (a target-language input into the source language, a
+        source-language input into the target language; no ``lang`` means the target language), encoded as the
+        model's second side.  Returns {input index: error} for translations the model cannot take."""
+        from xlt.translate import get_translator, tokenize_words
+
+        t, groups, errors = self.translation, {}, {}
+        for i, (req, p) in enumerate(zip(requests, prepared)):
+            if p is not None:
+                lang = req.lang or t["target_lang"]
+                groups.setdefault((lang, t["target_lang"] if lang == t["source_lang"] else t["source_lang"]),
+                                  []).append(i)
+        self._translator = self._translator or get_translator(t["backend"])
+        for (src, tgt), idx in groups.items():
+            texts = [requests[i].texts if self.pair else [" ".join(prepared[i].words.words)] for i in idx]
+            out = iter(self._translator.translate([x for ts in texts for x in ts], src, tgt))
+            for i, ts in zip(idx, texts):
+                trans = [x if x.strip() else "." for x in (next(out) for _ in ts)]
+                ids = (self.tokenizer.encode(*trans).ids if self.pair
+                       else align_words(self.tokenizer, tokenize_words(trans[0]) or ["."])[0])
+                if len(ids) > self.max_tokens:
+                    errors[i] = (f"the input's {src}->{tgt} translation is {len(ids)} sub-tokens, over the model's "
+                                 f"{self.max_tokens} (max_tokens)")
+                prepared[i].pair_ids = list(ids)
+        return errors
 
     def predict(self, requests: list[Request], on_error: str = "raise") -> list[dict]:
         """JSON answers in request order.  ``on_error="record"``: a bad input gets ``{"error": ...}`` instead of
@@ -138,6 +184,11 @@ class Predictor:
                     raise
                 prepared.append(None)
                 errors[i] = str(err)
+        if self.translation:
+            for i, message in self.translate(requests, prepared).items():
+                if on_error == "raise":
+                    raise InputError(message)
+                prepared[i], errors[i] = None, message
         good = [p for p in prepared if p is not None]
         answers = iter(self.predict_labelled(good))
         out = []
@@ -178,13 +229,16 @@ class OnnxPredictor(Predictor):
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         info = {k: meta[k] for k in ("model", "task", "dataset", "method", "labels", "results") if k in meta}
         super().__init__(tokenizer, meta["labels"], meta["spec"], meta["max_tokens"], meta["pad_id"],
-                         dict(info, graph=self.graph), batch_size)
+                         dict(info, graph=self.graph), batch_size, meta.get("translation"))
         self.backend = f"onnxruntime ({self.graph})"
         self.info["backend"] = self.backend
 
-    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
-        values = self.session.run(self.output_names, {"input_ids": input_ids, "attention_mask": attention_mask})
-        return dict(zip(self.output_names, values))
+    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray, pair_ids: np.ndarray | None = None,
+                  pair_mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        feed = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if pair_ids is not None:
+            feed |= {"pair_input_ids": pair_ids, "pair_attention_mask": pair_mask}
+        return dict(zip(self.output_names, self.session.run(self.output_names, feed)))
 
 
 def load_predictor(path: Path, graph: str | None = None, batch_size: int = 32) -> Predictor:

@@ -29,7 +29,7 @@ def check_servable(run) -> None:
     if run.method.serve_blocker:
         raise ConfigError(f"method {run.method.name}: {run.method.serve_blocker}; xlt predict/export/serve take "
                           f"models that read the input text alone (zero_shot, translate_train, multi_language, "
-                          f"xeroalign, target-trained)")
+                          f"xeroalign, target-trained) or with its translation (filter, filter_self_teaching)")
 
 
 class TorchPredictor(Predictor):
@@ -44,10 +44,25 @@ class TorchPredictor(Predictor):
             torch.set_num_threads(threads)
         self.model = run.model.eval()
         super().__init__(run.tokenizer, run.labels, run.ctx.task.serving_spec(), run.max_tokens, run.pad,
-                         run_info(run_dir, run), batch_size)
+                         run_info(run_dir, run), batch_size, translation_of(run))
         self.run = run
 
     @torch.inference_mode()
-    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
-        out = self.model({"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask)})
+    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray, pair_ids: np.ndarray | None = None,
+                  pair_mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        batch: dict = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask)}
+        if pair_ids is not None:
+            batch["pair"] = {"input_ids": torch.from_numpy(pair_ids), "attention_mask": torch.from_numpy(pair_mask)}
+        out = self.model(batch)
         return {name: out[name].float().numpy() for name in self.spec["outputs"]}
+
+
+def translation_of(run) -> dict | None:
+    """What a fusion model's runtime must translate with (FILTER: the run's translator for its target language)."""
+    if not run.method.serve_with_translation:
+        return None
+    from xlt.translate.resources import backend_name
+
+    target = run.method.target_language()
+    return {"backend": backend_name(run.ctx.cfg, target), "source_lang": run.ctx.cfg.data.source_lang,
+            "target_lang": target}
