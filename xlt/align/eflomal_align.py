@@ -61,9 +61,11 @@ def _parse(line: str) -> Links:
 
 
 def align(src: list[list[str]], tgt: list[list[str]], extra: list[tuple[list[str], list[str]]] = (),
-          lowercase: bool = True) -> list[Links]:
+          lowercase: bool = True, priors: Path | None = None) -> list[Links]:
     """Align ``src[k]`` with ``tgt[k]`` for every k; returns one set of (i, j) links per pair.
-    ``extra`` parallel sentences are appended for fitting only.  Empty sentences get no links."""
+    ``extra`` parallel sentences are appended for fitting only.  Empty sentences get no links.  ``priors``: an
+    eflomal priors file (``make_priors``) that carries what a large corpus taught, so that a few pairs align well
+    without re-fitting on it (serving translate-test models)."""
     if len(src) != len(tgt):
         raise ValueError(f"{len(src)} source but {len(tgt)} target sentences")
     pairs = list(zip(src, tgt)) + [p for p in extra if p[0] and p[1]]
@@ -78,7 +80,8 @@ def align(src: list[list[str]], tgt: list[list[str]], extra: list[tuple[list[str
             (d / name).write_text("".join(" ".join(norm(w) for w in pairs[k][side]) + "\n" for k in keep),
                                   encoding="utf-8")
         done = subprocess.run([_eflomal_command(), "-s", str(d / "src"), "-t", str(d / "tgt"), "-f",
-                               str(d / "fwd"), "-r", str(d / "rev"), "--overwrite"], capture_output=True, text=True)
+                               str(d / "fwd"), "-r", str(d / "rev"), "--overwrite",
+                               *(["-p", str(priors)] if priors else [])], capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"eflomal-align failed: {done.stderr[-2000:]}")
         fwd = (d / "fwd").read_text().splitlines()
@@ -88,3 +91,24 @@ def align(src: list[list[str]], tgt: list[list[str]], extra: list[tuple[list[str
         if k < len(src):
             result[k] = grow_diag_final_and(_parse(fwd[row]), _parse(rev[row]))
     return result
+
+
+def make_priors(pairs: list[tuple[list[str], list[str]]], out: Path, lowercase: bool = True) -> int:
+    """Align ``pairs`` and write eflomal priors (lexical, distortion, fertility) learnt from them to ``out``;
+    returns the number of pairs used."""
+    pairs = [p for p in pairs if p[0] and p[1]]
+    if not pairs:
+        raise ValueError("make_priors: no non-empty sentence pairs")
+    norm = (lambda w: w.lower()) if lowercase else (lambda w: w)
+    with tempfile.TemporaryDirectory(prefix="xlt-eflomal-") as tmp:
+        d = Path(tmp)
+        for name, side in (("src", 0), ("tgt", 1)):
+            (d / name).write_text("".join(" ".join(norm(w) for w in p[side]) + "\n" for p in pairs), encoding="utf-8")
+        for cmd in ([_eflomal_command(), "-s", str(d / "src"), "-t", str(d / "tgt"), "-f", str(d / "fwd"), "-r",
+                     str(d / "rev"), "--overwrite"],
+                    [str(Path(_eflomal_command()).with_name("eflomal-makepriors")), "-s", str(d / "src"), "-t",
+                     str(d / "tgt"), "-f", str(d / "fwd"), "-r", str(d / "rev"), "-p", str(out)]):
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"{Path(cmd[0]).name} failed: {done.stderr[-2000:]}")
+    return len(pairs)

@@ -23,6 +23,7 @@ class Method:
     uses_translation_at_test_time: ClassVar[bool] = False  # its results carry the translation statistics
     serve_blocker: ClassVar[str] = ""  # why xlt predict/export/serve cannot take its models ("" = they can)
     serve_with_translation: ClassVar[bool] = False  # served models read each input with its translation (FILTER)
+    serve_via_translation: ClassVar[bool] = False  # served models predict on the input's translation (translate-test)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -13,8 +13,7 @@ from xlt.translate.test_time import translate_test_predict
 class TranslateTest(Method):
     name = "translate_test"
     description = "train on source; translate target test data to the source language, move predictions back"
-    serve_blocker = ("predictions go through a translation to the source language and back, which the "
-                     "runtime does not make yet")
+    serve_via_translation = True  # the runtime translates, predicts, and aligns labels back (xlt.serve.translate_test)
     uses_translation_at_test_time = True
 
     def predict(self, run, examples: list, lang: str, report: dict, accelerator=None) -> list:

@@ -11,6 +11,7 @@ identical predictions and the largest logit difference.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import warnings
 from pathlib import Path
@@ -58,7 +59,7 @@ def export_graph(predictor: TorchPredictor, path: Path) -> None:
     input_names = ["input_ids", "attention_mask"]
     dims = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
             **{n: {0: "batch", 1: "tokens"} for n in names}}
-    if predictor.translation:
+    if predictor.fusion:
         inputs += _example_batch(predictor, ["a", "longer", "example", "translation"])
         input_names += ["pair_input_ids", "pair_attention_mask"]
         dims |= {n: {0: "batch", 1: "pair_tokens"} for n in input_names[2:]}
@@ -87,6 +88,10 @@ def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: in
         quantize_int8(out / "model.onnx", out / "model.int8.onnx")
         graphs.append("model.int8.onnx")
     torch_predictor.tokenizer.save(str(out / "tokenizer.json"))
+    if torch_predictor.translate_test:  # the aligner priors travel with the export
+        for setting in torch_predictor.translation["languages"].values():
+            if (torch_predictor.folder / setting["priors"]).exists():
+                shutil.copyfile(torch_predictor.folder / setting["priors"], out / setting["priors"])
     info = torch_predictor.info
     meta = {"format_version": FORMAT_VERSION, **{k: info[k] for k in ("model", "task", "dataset", "method", "labels")},
             "results": info.get("results", {}), "spec": torch_predictor.spec, "max_tokens": torch_predictor.max_tokens,
@@ -116,7 +121,7 @@ def parity_report(reference: TorchPredictor, others: list[Predictor], limit: int
         return {"skipped": f"no dev set to compare on: {err}"}
     requests = [request_of(task, e) for e in examples]
     prepared = [reference.prepare(r) for r in requests]
-    if reference.translation:
+    if reference.fusion:
         reference.translate(requests, prepared)
     ref = reference.predict_labelled(prepared)
     report = {"dev_set": f"{run.ctx.cfg.data.dataset} {run.ctx.cfg.data.source_lang} valid", "n": len(examples),
@@ -141,7 +146,7 @@ def max_logit_diff(a: Predictor, b: Predictor, prepared: list) -> float:
     worst = 0.0
     for idx, out_a, _, flat in a.batches(prepared):
         arrays = pad_batch([flat[k][1][0] for k in idx], a.pad_id)
-        if a.translation:
+        if a.fusion:
             arrays += pad_batch([flat[k][2] for k in idx], a.pad_id)
         out_b = b.run_batch(*arrays)
         for name in out_a:

@@ -64,8 +64,13 @@ class Predictor:
                  batch_size: int = 32, translation: dict | None = None) -> None:
         self.tokenizer, self.labels, self.spec = tokenizer, labels, spec
         self.max_tokens, self.pad_id, self.batch_size = max_tokens, pad_id, batch_size
-        # fusion models (FILTER) read each input with its translation: {"backend", "source_lang", "target_lang"}
+        # FILTER: each input is read with its translation ({"mode": "fusion", "backend", "source_lang",
+        # "target_lang"}); translate-test: inputs go through the source language and back ({"mode":
+        # "translate_test", "source_lang", "languages": {lang: {"backend", "priors"}}}, xlt.serve.translate_test)
         self.translation, self._translator = translation, None
+        self.fusion = bool(translation) and translation["mode"] == "fusion"
+        self.translate_test = bool(translation) and translation["mode"] == "translate_test"
+        self.folder: Path | None = None  # where the translate-test aligner priors live
         self.info = dict(info, backend=self.backend, max_tokens=max_tokens, translation=translation)
         self.pair = spec["input"] == "pair"
 
@@ -78,7 +83,7 @@ class Predictor:
     # -- inputs ----------------------------------------------------------------------------------------------------
     def prepare(self, req: Request) -> Prepared:
         t = self.translation
-        if t and req.lang not in (None, t["source_lang"], t["target_lang"]):
+        if self.fusion and req.lang not in (None, t["source_lang"], t["target_lang"]):
             raise InputError(f"this model reads its input with a {t['backend']} translation between "
                              f"{t['source_lang']} and {t['target_lang']}: lang must be one of them, not {req.lang!r}")
         if self.spec["input"] == "pair":
@@ -99,7 +104,7 @@ class Predictor:
         ids, positions = align_words(self.tokenizer, words.words)
         if len(ids) <= self.max_tokens:
             return Prepared([(ids, positions)], words, [])
-        if self.translation:
+        if self.fusion:
             raise InputError(f"input is {len(ids)} sub-tokens, over the model's {self.max_tokens} (max_tokens); a "
                              f"model that reads the input with its translation cannot split it")
         windows = word_windows(self.tokenizer, words.words, self.max_tokens)
@@ -130,7 +135,7 @@ class Predictor:
             idx = order[start:start + self.batch_size]
             pairs = [flat[k][2] for k in idx]
             arrays = pad_batch([flat[k][1][0] for k in idx], self.pad_id)
-            if self.translation:
+            if self.fusion:
                 arrays += pad_batch(pairs, self.pad_id)
             yield idx, self.run_batch(*arrays), [flat[k][1][1] for k in idx], flat
 
@@ -184,23 +189,30 @@ class Predictor:
                     raise
                 prepared.append(None)
                 errors[i] = str(err)
-        if self.translation:
+        if self.fusion:
             for i, message in self.translate(requests, prepared).items():
                 if on_error == "raise":
                     raise InputError(message)
                 prepared[i], errors[i] = None, message
-        good = [p for p in prepared if p is not None]
-        answers = iter(self.predict_labelled(good))
+        extra: dict[int, dict] = {}
+        if self.translate_test:
+            from xlt.serve.translate_test import labelled_via_translation
+
+            found, extra = labelled_via_translation(self, requests, prepared, errors, on_error)
+        else:
+            good = [i for i, p in enumerate(prepared) if p is not None]
+            found = dict(zip(good, self.predict_labelled([prepared[i] for i in good])))
         out = []
         for i, (req, p) in enumerate(zip(requests, prepared)):
-            if p is None:
+            if i in errors:
                 out.append({"error": errors[i]})
                 continue
             answer = {"text": req.texts[0]} if p.words is not None and req.words is None else (
                 {"texts": req.texts} if req.words is None else {"words": req.words})
             if req.lang:
                 answer["lang"] = req.lang
-            answer.update(to_json(next(answers), p.words, self.spec))
+            answer.update(to_json(found[i], p.words, self.spec))
+            answer.update(extra.get(i, {}))
             if len(p.rows) > 1:
                 answer["windows"] = len(p.rows)
             if p.warnings:
@@ -230,6 +242,7 @@ class OnnxPredictor(Predictor):
         info = {k: meta[k] for k in ("model", "task", "dataset", "method", "labels", "results") if k in meta}
         super().__init__(tokenizer, meta["labels"], meta["spec"], meta["max_tokens"], meta["pad_id"],
                          dict(info, graph=self.graph), batch_size, meta.get("translation"))
+        self.folder = folder
         self.backend = f"onnxruntime ({self.graph})"
         self.info["backend"] = self.backend
 

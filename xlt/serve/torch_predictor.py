@@ -44,8 +44,8 @@ class TorchPredictor(Predictor):
             torch.set_num_threads(threads)
         self.model = run.model.eval()
         super().__init__(run.tokenizer, run.labels, run.ctx.task.serving_spec(), run.max_tokens, run.pad,
-                         run_info(run_dir, run), batch_size, translation_of(run))
-        self.run = run
+                         run_info(run_dir, run), batch_size, translation_of(run, run_dir))
+        self.run, self.folder = run, Path(run_dir) / "serving"
 
     @torch.inference_mode()
     def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray, pair_ids: np.ndarray | None = None,
@@ -57,12 +57,23 @@ class TorchPredictor(Predictor):
         return {name: out[name].float().numpy() for name in self.spec["outputs"]}
 
 
-def translation_of(run) -> dict | None:
-    """What a fusion model's runtime must translate with (FILTER: the run's translator for its target language)."""
+def translation_of(run, run_dir: Path) -> dict | None:
+    """What the runtime must translate with: FILTER, the run's translator for its target language; translate-test,
+    the run's translator per language and aligner priors (built once into ``RUN/serving/``)."""
+    if run.method.serve_via_translation:
+        from xlt.serve.translate_test import build_priors
+
+        folder, cfg = Path(run_dir) / "serving", run.ctx.cfg
+        meta = folder / "translation.json"
+        if not meta.exists():
+            folder.mkdir(exist_ok=True)
+            langs = cfg.translation.languages or [x for x in cfg.data.eval_langs if x != cfg.data.source_lang]
+            meta.write_text(json.dumps(build_priors(cfg, run.ctx.task, langs, folder), indent=1))
+        return json.loads(meta.read_text())
     if not run.method.serve_with_translation:
         return None
     from xlt.translate.resources import backend_name
 
     target = run.method.target_language()
-    return {"backend": backend_name(run.ctx.cfg, target), "source_lang": run.ctx.cfg.data.source_lang,
-            "target_lang": target}
+    return {"mode": "fusion", "backend": backend_name(run.ctx.cfg, target),
+            "source_lang": run.ctx.cfg.data.source_lang, "target_lang": target}
