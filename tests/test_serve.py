@@ -3,7 +3,6 @@ resume, ONNX export parity, and the HTTP server's limits (FastAPI test client; n
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -202,19 +201,32 @@ def test_pair_models_take_two_texts(tiny_data, xlt_home, tmp_path):
         p.predict([Request(["music " * 100, "alarm " * 100])])
 
 
-@pytest.mark.parametrize("name", ["tall"])
-def test_methods_that_need_more_than_the_text_are_refused_with_the_reason(name):
-    from types import SimpleNamespace
-
+def test_tall_models_read_each_inputs_language(tiny_cfg, tmp_path):
+    """TALL's decoder starts with the input's language token: the predictor passes it per row, so a batch mixing
+    languages predicts each row as it would alone; ONNX export is refused with the reason."""
+    from tests.conftest import make_tall_model
     from xlt.errors import ConfigError
-    from xlt.methods import get_method
-    from xlt.serve.torch_predictor import check_servable
+    from xlt.serve.export import export_run
+    from xlt.serve.torch_predictor import TorchPredictor
+    from xlt.train import train
 
-    method = get_method(name)
-    assert method.serve_blocker
-    with pytest.raises(ConfigError, match=f"method {name}: "):
-        check_servable(SimpleNamespace(method=method))
-    check_servable(SimpleNamespace(method=get_method("zero_shot")))  # the plain methods pass
+    run_dir = train(tiny_cfg("train.method=tall", f"model.name={make_tall_model(tmp_path)}", "name=tall-served",
+                             "train.max_steps=2", "train.eval_every=2"))
+    p = TorchPredictor(run_dir)
+    assert p.language_token["languages"] == ["en", "de"] and p.max_tokens <= 130
+    mixed = [Request(["Wecker für morgen"], lang="de"), Request(["set an alarm"], lang="en"),
+             Request(["東京 の 天気"], lang="ja")]  # ja is outside the pair: the source's token (other_languages)
+    together = p.predict(mixed)
+    alone = [p.predict([r])[0] for r in mixed]
+    assert [x["intent"] for x in together] == [x["intent"] for x in alone]
+    assert all(abs(a - b) < 1e-5 for x, y in zip(together, alone)
+               for a, b in zip(x["intent_probs"].values(), y["intent_probs"].values()))
+    assert p.feed([[0, 5, 2]] * 3, [p.prepare(r) for r in mixed])["language"].tolist() == [1, 0, 0]
+    # the language token matters: the same German text read as English gives other logits
+    de, as_en = p.predict([mixed[0], Request(mixed[0].texts, lang="en")])
+    assert de["intent_probs"] != as_en["intent_probs"]
+    with pytest.raises(ConfigError, match="serve the run folder itself"):
+        export_run(run_dir, tmp_path / "export")
 
 
 def test_filter_models_are_served_with_their_translation(tiny_cfg, tmp_path):

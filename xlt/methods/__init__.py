@@ -24,6 +24,7 @@ class Method:
     serve_blocker: ClassVar[str] = ""  # why xlt predict/export/serve cannot take its models ("" = they can)
     serve_with_translation: ClassVar[bool] = False  # served models read each input with its translation (FILTER)
     serve_via_translation: ClassVar[bool] = False  # served models predict on the input's translation (translate-test)
+    serve_with_language: ClassVar[bool] = False  # served models read each input's language (TALL's decoder token)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -25,8 +25,7 @@ class Tall(Method):
     name = "tall"
     description = "BART-style fine-tuning of a TALL encoder + decoder (decoder states feed the heads)"
     paper = "Xia et al. 2021"
-    serve_blocker = ("the decoder's first token is the input's language, which the runtime does not "
-                     "pass yet")
+    serve_with_language = True  # the runtime passes each input's language token (xlt.serve)
     Options = TallOptions
 
     def _decoder_meta(self) -> dict:

@@ -6,7 +6,8 @@ but the last (``</s>``), as the paper averages "all but the last" decoder states
 each word's sub-tokens as for a plain encoder.
 
 ``language`` is the index (in the decoder's language list) of the language the inputs are in: the source language
-while training, the test language when evaluating (set by the ``tall`` method for each language).
+while training, the test language when evaluating (set by the ``tall`` method for each language); a batch may
+instead carry ``language`` (B,), one index per row (serving: requests in several languages in one batch).
 """
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ class EncoderDecoderTaskModel(nn.Module):
     def forward(self, batch: dict) -> dict[str, torch.Tensor]:
         ids, mask = batch["input_ids"], batch["attention_mask"]
         memory = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-        lang = torch.full((ids.shape[0],), self.language, dtype=torch.long, device=ids.device)
+        lang = batch.get("language")  # (B,) per-row language indices (serving); else every row in self.language
+        if lang is None:
+            lang = torch.full((ids.shape[0],), self.language, dtype=torch.long, device=ids.device)
         hidden = self.decoder(self.encoder.get_input_embeddings(), lang, ids[:, 1:], memory, mask,
                               token_mask=mask[:, 1:])  # (B, T, H): position 0 = the language token
         last = mask.sum(1) - 1  # position of each row's </s>

@@ -19,55 +19,54 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xlt.errors import DataError
-from xlt.serve.predictor import OnnxPredictor, Predictor, Request, pad_batch
+from xlt.errors import ConfigError, DataError
+from xlt.serve.predictor import OnnxPredictor, Predictor, Prepared, Request
 from xlt.serve.torch_predictor import TorchPredictor
 
 FORMAT_VERSION = 1
 
 
 class _LogitsOnly(torch.nn.Module):
-    """(input_ids, attention_mask[, pair_input_ids, pair_attention_mask]) -> the task's logits in ``names`` order."""
+    """The graph's inputs (``input_ids``, ``attention_mask``; fusion: ``pair_input_ids``, ``pair_attention_mask``;
+    TALL: ``language``) -> the task's logits in ``names`` order."""
 
-    def __init__(self, model: torch.nn.Module, names: list[str]) -> None:
+    def __init__(self, model: torch.nn.Module, names: list[str], inputs: list[str]) -> None:
         super().__init__()
-        self.model, self.names = model, names
+        self.model, self.names, self.inputs = model, names, inputs
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, pair_input_ids: torch.Tensor | None = None,
-                pair_attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
-        batch: dict = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if pair_input_ids is not None:
-            batch["pair"] = {"input_ids": pair_input_ids, "attention_mask": pair_attention_mask}
+    def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        t = dict(zip(self.inputs, tensors))
+        batch: dict = {"input_ids": t["input_ids"], "attention_mask": t["attention_mask"]}
+        if "pair_input_ids" in t:
+            batch["pair"] = {"input_ids": t["pair_input_ids"], "attention_mask": t["pair_attention_mask"]}
+        if "language" in t:
+            batch["language"] = t["language"]
         out = self.model(batch)
         return tuple(out[n] for n in self.names)
 
 
-def _example_batch(predictor: TorchPredictor, words: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Two rows, the second padded, so the attention-mask path is what gets traced."""
+def _example_batch(predictor: TorchPredictor, words: list[str]) -> list[list[int]]:
+    """Two rows, the second shorter (padded), so the attention-mask path is what gets traced."""
     ids = predictor.tokenizer.encode(words, is_pretokenized=True).ids
-    input_ids = torch.full((2, len(ids)), predictor.pad_id, dtype=torch.long)
-    mask = torch.zeros_like(input_ids)
-    input_ids[0], mask[0] = torch.tensor(ids), 1
-    input_ids[1, :3], mask[1, :3] = torch.tensor(ids[:2] + ids[-1:]), 1
-    return input_ids, mask
+    return [ids, ids[:2] + ids[-1:]]
 
 
 def export_graph(predictor: TorchPredictor, path: Path) -> None:
-    """Trace the task model into ONNX with dynamic batch and lengths (a fusion model: with its translation inputs)."""
+    """Trace the task model into ONNX with dynamic batch and lengths."""
     names = list(predictor.spec["outputs"])
-    inputs = _example_batch(predictor, ["export", "example", "text"])
-    input_names = ["input_ids", "attention_mask"]
-    dims = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
-            **{n: {0: "batch", 1: "tokens"} for n in names}}
-    if predictor.fusion:
-        inputs += _example_batch(predictor, ["a", "longer", "example", "translation"])
-        input_names += ["pair_input_ids", "pair_attention_mask"]
-        dims |= {n: {0: "batch", 1: "pair_tokens"} for n in input_names[2:]}
-    wrapper = _LogitsOnly(predictor.model, names).eval()
+    rows = _example_batch(predictor, ["export", "example", "text"])
+    owners = [Prepared([], None, [], _example_batch(predictor, ["a", "longer", "example", "translation"])[k], 0)
+              for k in range(2)]
+    feed = predictor.feed(rows, owners)
+    dims = {n: {0: "batch", 1: "tokens"} for n in ("input_ids", "attention_mask", *names)}
+    dims |= {n: {0: "batch", 1: "pair_tokens"} for n in ("pair_input_ids", "pair_attention_mask") if n in feed}
+    dims |= {"language": {0: "batch"}} if "language" in feed else {}
+    wrapper = _LogitsOnly(predictor.model, names, list(feed)).eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer warnings about python control flow on shapes
-        torch.onnx.export(wrapper, inputs, str(path), input_names=input_names, output_names=names,
-                          opset_version=17, dynamo=False, dynamic_axes=dims)
+        torch.onnx.export(wrapper, tuple(torch.from_numpy(v) for v in feed.values()), str(path),
+                          input_names=list(feed), output_names=names, opset_version=17, dynamo=False,
+                          dynamic_axes=dims)
 
 
 def quantize_int8(src: Path, dst: Path) -> None:
@@ -80,6 +79,10 @@ def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: in
     """Export a trained run; returns the parity report (also written to ``out/parity.json``)."""
     run_dir, out = Path(run_dir), Path(out)
     torch_predictor = TorchPredictor(run_dir)
+    if torch_predictor.language_token:
+        raise ConfigError(f"method {torch_predictor.run.method.name}: its decoder (torch.nn.TransformerDecoder) does "
+                          f"not trace to ONNX with a dynamic batch yet; serve the run folder itself (xlt serve "
+                          f"{run_dir}: PyTorch)")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     export_graph(torch_predictor, out / "model.onnx")
@@ -95,8 +98,10 @@ def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: in
     info = torch_predictor.info
     meta = {"format_version": FORMAT_VERSION, **{k: info[k] for k in ("model", "task", "dataset", "method", "labels")},
             "results": info.get("results", {}), "spec": torch_predictor.spec, "max_tokens": torch_predictor.max_tokens,
-            "pad_id": torch_predictor.pad_id, "graphs": graphs, "default_graph": graphs[-1], "exported_from": str(run_dir),
-            "translation": torch_predictor.translation,  # fusion models: the translator the runtime calls
+            "pad_id": torch_predictor.pad_id, "graphs": graphs, "default_graph": graphs[-1],
+            "exported_from": str(run_dir),
+            "translation": torch_predictor.translation,  # FILTER / translate-test: the translator the runtime calls
+            "language_token": torch_predictor.language_token,  # TALL: the decoder's language of each input
             "export_seconds": round(time.time() - t0, 1)}
     (out / "xlt_export.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
     report = parity_report(torch_predictor, [OnnxPredictor(out, g) for g in graphs], parity_examples)
@@ -145,13 +150,11 @@ def max_logit_diff(a: Predictor, b: Predictor, prepared: list) -> float:
     """The largest |a - b| over all outputs, at real (unpadded) positions of token-level outputs."""
     worst = 0.0
     for idx, out_a, _, flat in a.batches(prepared):
-        arrays = pad_batch([flat[k][1][0] for k in idx], a.pad_id)
-        if a.fusion:
-            arrays += pad_batch([flat[k][2] for k in idx], a.pad_id)
-        out_b = b.run_batch(*arrays)
+        feed = a.feed([flat[k][1][0] for k in idx], [flat[k][2] for k in idx])
+        out_b = b.run_batch(feed)
         for name in out_a:
             diff = np.abs(out_a[name] - out_b[name])
             if diff.ndim == 3:
-                diff = diff[arrays[1].astype(bool)]
+                diff = diff[feed["attention_mask"].astype(bool)]
             worst = max(worst, float(diff.max()))
     return worst

@@ -53,6 +53,17 @@ class Prepared:
     words: Words | None
     warnings: list[str]
     pair_ids: list[int] | None = None  # the encoded translation (fusion models: FILTER)
+    language: int | None = None  # the decoder's language index (TALL)
+
+
+def language_index(setting: dict, lang: str | None) -> int:
+    """TALL: the decoder's index of the language token for an input in ``lang`` (None: the source language); other
+    languages read the source's or the target's token (``options.other_languages``, as evaluation does)."""
+    languages, src = setting["languages"], setting["source_lang"]
+    lang = lang or src
+    if lang not in languages:
+        lang = src if setting["other_languages"] == "source" else next(x for x in languages if x != src)
+    return languages.index(lang)
 
 
 class Predictor:
@@ -61,7 +72,7 @@ class Predictor:
     backend = ""
 
     def __init__(self, tokenizer, labels: dict, spec: dict, max_tokens: int, pad_id: int, info: dict,
-                 batch_size: int = 32, translation: dict | None = None) -> None:
+                 batch_size: int = 32, translation: dict | None = None, language_token: dict | None = None) -> None:
         self.tokenizer, self.labels, self.spec = tokenizer, labels, spec
         self.max_tokens, self.pad_id, self.batch_size = max_tokens, pad_id, batch_size
         # FILTER: each input is read with its translation ({"mode": "fusion", "backend", "source_lang",
@@ -71,17 +82,25 @@ class Predictor:
         self.fusion = bool(translation) and translation["mode"] == "fusion"
         self.translate_test = bool(translation) and translation["mode"] == "translate_test"
         self.folder: Path | None = None  # where the translate-test aligner priors live
+        # TALL: {"languages": the decoder's, "source_lang", "other_languages": "source" | "target"}
+        self.language_token = language_token
         self.info = dict(info, backend=self.backend, max_tokens=max_tokens, translation=translation)
         self.pair = spec["input"] == "pair"
 
-    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray, pair_ids: np.ndarray | None = None,
-                  pair_mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """(B, T) int64 ids and mask (+ the translations' (B, T') for fusion models) -> {logits name: (B, C) or
+    def run_batch(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``feed`` (the graph's inputs): ``input_ids`` / ``attention_mask`` (B, T) int64, for fusion models also
+        ``pair_input_ids`` / ``pair_attention_mask`` (B, T'), for TALL ``language`` (B,) -> {logits name: (B, C) or
         (B, T, C) float array}."""
         raise NotImplementedError
 
     # -- inputs ----------------------------------------------------------------------------------------------------
     def prepare(self, req: Request) -> Prepared:
+        prepared = self._prepare(req)
+        if self.language_token:
+            prepared.language = language_index(self.language_token, req.lang)
+        return prepared
+
+    def _prepare(self, req: Request) -> Prepared:
         t = self.translation
         if self.fusion and req.lang not in (None, t["source_lang"], t["target_lang"]):
             raise InputError(f"this model reads its input with a {t['backend']} translation between "
@@ -129,15 +148,22 @@ class Predictor:
     def batches(self, prepared: list[Prepared]):
         """Length-sorted padded batches of all rows: (row indices into ``flat``, model outputs, word positions);
         ``flat`` lists (input index, row) in input order."""
-        flat = [(i, row, p.pair_ids) for i, p in enumerate(prepared) for row in p.rows]
+        flat = [(i, row, p) for i, p in enumerate(prepared) for row in p.rows]
         order = sorted(range(len(flat)), key=lambda k: len(flat[k][1][0]))
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
-            pairs = [flat[k][2] for k in idx]
-            arrays = pad_batch([flat[k][1][0] for k in idx], self.pad_id)
-            if self.fusion:
-                arrays += pad_batch(pairs, self.pad_id)
-            yield idx, self.run_batch(*arrays), [flat[k][1][1] for k in idx], flat
+            yield idx, self.run_batch(self.feed([flat[k][1][0] for k in idx], [flat[k][2] for k in idx])), \
+                [flat[k][1][1] for k in idx], flat
+
+    def feed(self, rows: list[list[int]], owners: list[Prepared]) -> dict[str, np.ndarray]:
+        """The graph inputs of a batch of rows (``owners``: the prepared input each row belongs to)."""
+        feed = dict(zip(("input_ids", "attention_mask"), pad_batch(rows, self.pad_id)))
+        if self.fusion:
+            feed |= dict(zip(("pair_input_ids", "pair_attention_mask"),
+                             pad_batch([p.pair_ids for p in owners], self.pad_id)))
+        if self.language_token:
+            feed["language"] = np.array([p.language for p in owners], dtype=np.int64)
+        return feed
 
     def predict_labelled(self, prepared: list[Prepared]) -> list[dict]:
         """Prepared inputs -> labelled predictions (``decode.labelled``), batched by length."""
@@ -241,16 +267,12 @@ class OnnxPredictor(Predictor):
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         info = {k: meta[k] for k in ("model", "task", "dataset", "method", "labels", "results") if k in meta}
         super().__init__(tokenizer, meta["labels"], meta["spec"], meta["max_tokens"], meta["pad_id"],
-                         dict(info, graph=self.graph), batch_size, meta.get("translation"))
+                         dict(info, graph=self.graph), batch_size, meta.get("translation"), meta.get("language_token"))
         self.folder = folder
         self.backend = f"onnxruntime ({self.graph})"
         self.info["backend"] = self.backend
 
-    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray, pair_ids: np.ndarray | None = None,
-                  pair_mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        feed = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if pair_ids is not None:
-            feed |= {"pair_input_ids": pair_ids, "pair_attention_mask": pair_mask}
+    def run_batch(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return dict(zip(self.output_names, self.session.run(self.output_names, feed)))
 
 

@@ -43,18 +43,31 @@ class TorchPredictor(Predictor):
         if threads:
             torch.set_num_threads(threads)
         self.model = run.model.eval()
-        super().__init__(run.tokenizer, run.labels, run.ctx.task.serving_spec(), run.max_tokens, run.pad,
-                         run_info(run_dir, run), batch_size, translation_of(run, run_dir))
+        max_tokens = run.max_tokens
+        if hasattr(run.model, "decoder"):  # TALL: the decoder reads the language token + the input's tokens
+            max_tokens = min(max_tokens, run.model.decoder.settings.max_positions)
+        super().__init__(run.tokenizer, run.labels, run.ctx.task.serving_spec(), max_tokens, run.pad,
+                         run_info(run_dir, run), batch_size, translation_of(run, run_dir), language_token_of(run))
         self.run, self.folder = run, Path(run_dir) / "serving"
 
     @torch.inference_mode()
-    def run_batch(self, input_ids: np.ndarray, attention_mask: np.ndarray, pair_ids: np.ndarray | None = None,
-                  pair_mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        batch: dict = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask)}
-        if pair_ids is not None:
-            batch["pair"] = {"input_ids": torch.from_numpy(pair_ids), "attention_mask": torch.from_numpy(pair_mask)}
+    def run_batch(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        t = {k: torch.from_numpy(v) for k, v in feed.items()}
+        batch: dict = {"input_ids": t["input_ids"], "attention_mask": t["attention_mask"]}
+        if "pair_input_ids" in t:
+            batch["pair"] = {"input_ids": t["pair_input_ids"], "attention_mask": t["pair_attention_mask"]}
+        if "language" in t:
+            batch["language"] = t["language"]
         out = self.model(batch)
         return {name: out[name].float().numpy() for name in self.spec["outputs"]}
+
+
+def language_token_of(run) -> dict | None:
+    """TALL: the decoder's languages and how other languages are read (the run's ``options.other_languages``)."""
+    if not run.method.serve_with_language:
+        return None
+    return {"languages": list(run.model.decoder.settings.languages), "source_lang": run.ctx.cfg.data.source_lang,
+            "other_languages": run.ctx.cfg.options.other_languages}
 
 
 def translation_of(run, run_dir: Path) -> dict | None:
