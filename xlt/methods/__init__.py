@@ -21,7 +21,6 @@ class Method:
     paper: ClassVar[str] = ""
     Options: ClassVar[type | None] = None  # a dataclass filled from the config's ``options:`` section
     uses_translation_at_test_time: ClassVar[bool] = False  # its results carry the translation statistics
-    serve_blocker: ClassVar[str] = ""  # why xlt predict/export/serve cannot take its models ("" = they can)
     serve_with_translation: ClassVar[bool] = False  # served models read each input with its translation (FILTER)
     serve_via_translation: ClassVar[bool] = False  # served models predict on the input's translation (translate-test)
     serve_with_language: ClassVar[bool] = False  # served models read each input's language (TALL's decoder token)

@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xlt.errors import ConfigError
 from xlt.serve.predictor import Predictor
 
 
@@ -24,14 +23,6 @@ def run_info(run_dir: Path, run) -> dict:
     return info
 
 
-def check_servable(run) -> None:
-    """Methods whose model needs more than the input text at inference are not served (yet); say why."""
-    if run.method.serve_blocker:
-        raise ConfigError(f"method {run.method.name}: {run.method.serve_blocker}; xlt predict/export/serve take "
-                          f"models that read the input text alone (zero_shot, translate_train, multi_language, "
-                          f"xeroalign, target-trained) or with its translation (filter, filter_self_teaching)")
-
-
 class TorchPredictor(Predictor):
     backend = "pytorch"
 
@@ -39,7 +30,6 @@ class TorchPredictor(Predictor):
         from xlt.pipeline import load_trained
 
         run = load_trained(Path(run_dir))
-        check_servable(run)
         if threads:
             torch.set_num_threads(threads)
         self.model = run.model.eval()
