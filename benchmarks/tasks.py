@@ -29,6 +29,11 @@ LRS = ("1e-4", "3e-4")
 # after it (English dev 0.54 -> 0.45 at 1e-4, 0.52 -> 0.48 at 3e-4), the sign of a learning rate too high for
 # 29.5k SNLI/SICK pairs; PAN-X and UD POS were still rising at step 300
 LRS_OF = {"xnli": ("3e-5", *LRS), "pawsx": ("3e-5", *LRS)}
+# XNLI English stays under its 0.60 floor with the English NLI data here (SNLI + SICK, no MultiNLI): two more
+# English-dev probes found nothing above the chosen recipe's 0.564 (lr 3e-5 x 3000 steps: 0.559 at step 500, then
+# falling to 0.503 at 1250; lr 1e-4 x 500 steps: 0.551 at step 100, 0.508 at 500); the best model predicts
+# "neutral" for 57 % of English dev pairs and calls 46 % of contradictions neutral -- SNLI's caption contradictions
+# are not MultiNLI's (see the issue-10 note)
 ES = ["translation.translator=apertium", "translation.languages=[es]", "data.eval_langs=[en,es]"]
 PAIRED = ["train.max_steps=500", "train.eval_every=125"]
 
@@ -46,7 +51,7 @@ def job_spec(name: str) -> tuple[str, list[str], bool]:
     config = f"{task}-zero-shot"
     if rest.startswith("lr"):  # hyper-parameter probe on the English dev set only: lr{LR}[-steps{N}]-probe
         lr, _, steps = rest[2:].removesuffix("-probe").partition("-steps")
-        every = 100 if not steps else 250
+        every = 100 if int(steps or 300) <= 1000 else 250
         return config, [f"train.lr={lr}", f"train.max_steps={steps or 300}", f"train.eval_every={every}",
                         "data.eval_langs=[en]"], False
     lr = ["train.lr={lr}"]
