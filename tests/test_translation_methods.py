@@ -31,8 +31,9 @@ def test_translated_training_set_is_added_with_projection_report(tiny_cfg, metho
     kept = 0
     for lang in langs.strip("[]").split(","):
         proj = report["translation"][lang]["projection"]
-        # identity translation, eflomal fit on only 5 distinct sentences: most spans survive
-        assert proj["spans_total"] == 6 * 8 and proj["span_dropped_rate"] < 0.3
+        # identity translation, eflomal fit on only 5 distinct sentences: most spans survive.  eflomal's sampler
+        # has no seed: 24 repeats dropped 0-27 % and one CI run 37.5 %; a broken projection drops (nearly) all
+        assert proj["spans_total"] == 6 * 8 and proj["span_dropped_rate"] < 0.5
         assert proj["bio_violation_lines"] == 0
         assert sum(u.lang == lang for u in rows) == proj["utterances_kept"] > 20
         kept += proj["utterances_kept"]
