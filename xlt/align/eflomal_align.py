@@ -60,6 +60,14 @@ def _parse(line: str) -> Links:
     return {tuple(int(x) for x in pair.split("-")) for pair in line.split()}  # type: ignore[misc]
 
 
+def _write_corpus(d: Path, pairs: list[tuple[list[str], list[str]]], lowercase: bool) -> None:
+    """``d/src`` and ``d/tgt``: one sentence per line, as eflomal reads them."""
+    norm = (lambda w: w.lower()) if lowercase else (lambda w: w)
+    for name, side in (("src", 0), ("tgt", 1)):
+        # eflomal reads whitespace-separated tokens: a token containing whitespace is impossible here
+        (d / name).write_text("".join(" ".join(norm(w) for w in p[side]) + "\n" for p in pairs), encoding="utf-8")
+
+
 def align(src: list[list[str]], tgt: list[list[str]], extra: list[tuple[list[str], list[str]]] = (),
           lowercase: bool = True, priors: Path | None = None) -> list[Links]:
     """Align ``src[k]`` with ``tgt[k]`` for every k; returns one set of (i, j) links per pair.
@@ -72,13 +80,9 @@ def align(src: list[list[str]], tgt: list[list[str]], extra: list[tuple[list[str
     keep = [k for k, (s, t) in enumerate(pairs) if s and t]
     if not keep:
         return [set() for _ in src]
-    norm = (lambda w: w.lower()) if lowercase else (lambda w: w)
     with tempfile.TemporaryDirectory(prefix="xlt-eflomal-") as tmp:
         d = Path(tmp)
-        for name, side in (("src", 0), ("tgt", 1)):
-            # eflomal reads whitespace-separated tokens: a token containing whitespace is impossible here
-            (d / name).write_text("".join(" ".join(norm(w) for w in pairs[k][side]) + "\n" for k in keep),
-                                  encoding="utf-8")
+        _write_corpus(d, [pairs[k] for k in keep], lowercase)
         done = subprocess.run([_eflomal_command(), "-s", str(d / "src"), "-t", str(d / "tgt"), "-f",
                                str(d / "fwd"), "-r", str(d / "rev"), "--overwrite",
                                *(["-p", str(priors)] if priors else [])], capture_output=True, text=True)
@@ -99,11 +103,9 @@ def make_priors(pairs: list[tuple[list[str], list[str]]], out: Path, lowercase: 
     pairs = [p for p in pairs if p[0] and p[1]]
     if not pairs:
         raise ValueError("make_priors: no non-empty sentence pairs")
-    norm = (lambda w: w.lower()) if lowercase else (lambda w: w)
     with tempfile.TemporaryDirectory(prefix="xlt-eflomal-") as tmp:
         d = Path(tmp)
-        for name, side in (("src", 0), ("tgt", 1)):
-            (d / name).write_text("".join(" ".join(norm(w) for w in p[side]) + "\n" for p in pairs), encoding="utf-8")
+        _write_corpus(d, pairs, lowercase)
         for cmd in ([_eflomal_command(), "-s", str(d / "src"), "-t", str(d / "tgt"), "-f", str(d / "fwd"), "-r",
                      str(d / "rev"), "--overwrite"],
                     [str(Path(_eflomal_command()).with_name("eflomal-makepriors")), "-s", str(d / "src"), "-t",

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from xlt.errors import ConfigError, DataError
-from xlt.serve.predictor import OnnxPredictor, Predictor, Prepared, Request
-from xlt.serve.torch_predictor import TorchPredictor
+from xlt.serve.predictor import OnnxPredictor, Predictor, Prepared, Request, flat_rows
+from xlt.serve.torch_predictor import TorchPredictor, model_batch
 
 FORMAT_VERSION = 1
 
@@ -35,13 +35,7 @@ class _LogitsOnly(torch.nn.Module):
         self.model, self.names, self.inputs = model, names, inputs
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        t = dict(zip(self.inputs, tensors))
-        batch: dict = {"input_ids": t["input_ids"], "attention_mask": t["attention_mask"]}
-        if "pair_input_ids" in t:
-            batch["pair"] = {"input_ids": t["pair_input_ids"], "attention_mask": t["pair_attention_mask"]}
-        if "language" in t:
-            batch["language"] = t["language"]
-        out = self.model(batch)
+        out = self.model(model_batch(dict(zip(self.inputs, tensors))))
         return tuple(out[n] for n in self.names)
 
 
@@ -149,9 +143,8 @@ def _labels_only(preds: list[dict]) -> list:
 def max_logit_diff(a: Predictor, b: Predictor, prepared: list) -> float:
     """The largest |a - b| over all outputs, at real (unpadded) positions of token-level outputs."""
     worst = 0.0
-    for idx, out_a, _, flat in a.batches(prepared):
-        feed = a.feed([flat[k][1][0] for k in idx], [flat[k][2] for k in idx])
-        out_b = b.run_batch(feed)
+    for _, feed, _ in a.batches(flat_rows(prepared)):
+        out_a, out_b = a.run_batch(feed), b.run_batch(feed)
         for name in out_a:
             diff = np.abs(out_a[name] - out_b[name])
             if diff.ndim == 3:

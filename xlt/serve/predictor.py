@@ -38,6 +38,11 @@ class Request:
         return cls(list(value), lang=lang)
 
 
+def flat_rows(prepared: list[Prepared]) -> list[tuple[int, tuple, Prepared]]:
+    """Every row (window) of every prepared input, in input order: (input index, (ids, positions), input)."""
+    return [(i, row, p) for i, p in enumerate(prepared) for row in p.rows]
+
+
 def pad_batch(seqs: list[list[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Id lists -> (input_ids, attention_mask) (B, T) int64, padded to the longest."""
     ids = np.full((len(seqs), max(map(len, seqs))), pad_id, dtype=np.int64)
@@ -145,15 +150,12 @@ class Predictor:
         return Prepared([(ids, [])], None, [])
 
     # -- prediction ------------------------------------------------------------------------------------------------
-    def batches(self, prepared: list[Prepared]):
-        """Length-sorted padded batches of all rows: (row indices into ``flat``, model outputs, word positions);
-        ``flat`` lists (input index, row) in input order."""
-        flat = [(i, row, p) for i, p in enumerate(prepared) for row in p.rows]
+    def batches(self, flat: list[tuple[int, tuple, Prepared]]):
+        """Length-sorted batches of ``flat`` (``flat_rows``): (indices into ``flat``, graph inputs, word positions)."""
         order = sorted(range(len(flat)), key=lambda k: len(flat[k][1][0]))
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
-            yield idx, self.run_batch(self.feed([flat[k][1][0] for k in idx], [flat[k][2] for k in idx])), \
-                [flat[k][1][1] for k in idx], flat
+            yield idx, self.feed([flat[k][1][0] for k in idx], [flat[k][2] for k in idx]), [flat[k][1][1] for k in idx]
 
     def feed(self, rows: list[list[int]], owners: list[Prepared]) -> dict[str, np.ndarray]:
         """The graph inputs of a batch of rows (``owners``: the prepared input each row belongs to)."""
@@ -168,9 +170,9 @@ class Predictor:
     def predict_labelled(self, prepared: list[Prepared]) -> list[dict]:
         """Prepared inputs -> labelled predictions (``decode.labelled``), batched by length."""
         decoded: dict[int, dict] = {}
-        flat: list = []
-        for idx, outputs, positions, flat in self.batches(prepared):
-            decoded.update(zip(idx, decode_rows(outputs, positions, self.spec)))
+        flat = flat_rows(prepared)
+        for idx, feed, positions in self.batches(flat):
+            decoded.update(zip(idx, decode_rows(self.run_batch(feed), positions, self.spec)))
         per_input: list[list] = [[] for _ in prepared]
         for k, (i, _, _) in enumerate(flat):
             per_input[i].append(decoded[k])
@@ -190,10 +192,7 @@ class Predictor:
                                   []).append(i)
         self._translator = self._translator or get_translator(t["backend"])
         for (src, tgt), idx in groups.items():
-            texts = [requests[i].texts if self.pair else [" ".join(prepared[i].words.words)] for i in idx]
-            out = iter(self._translator.translate([x for ts in texts for x in ts], src, tgt))
-            for i, ts in zip(idx, texts):
-                trans = [x if x.strip() else "." for x in (next(out) for _ in ts)]
+            for i, trans in zip(idx, self.translate_texts(self._translator, requests, prepared, idx, src, tgt)):
                 ids = (self.tokenizer.encode(*trans).ids if self.pair
                        else align_words(self.tokenizer, tokenize_words(trans[0]) or ["."])[0])
                 if len(ids) > self.max_tokens:
@@ -201,6 +200,14 @@ class Predictor:
                                  f"{self.max_tokens} (max_tokens)")
                 prepared[i].pair_ids = list(ids)
         return errors
+
+    def translate_texts(self, translator, requests: list[Request], prepared: list, idx: list[int], src: str,
+                        tgt: str) -> list[list[str]]:
+        """The texts of inputs ``idx`` (both sides of a pair; a text input as its words) translated ``src`` ->
+        ``tgt`` in one call; an empty translation becomes "." (the model needs a token to read)."""
+        texts = [requests[i].texts if self.pair else [" ".join(prepared[i].words.words)] for i in idx]
+        out = iter(translator.translate([x for ts in texts for x in ts], src, tgt))
+        return [[x if x.strip() else "." for x in (next(out) for _ in ts)] for ts in texts]
 
     def predict(self, requests: list[Request], on_error: str = "raise") -> list[dict]:
         """JSON answers in request order.  ``on_error="record"``: a bad input gets ``{"error": ...}`` instead of

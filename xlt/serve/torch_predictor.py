@@ -42,14 +42,19 @@ class TorchPredictor(Predictor):
 
     @torch.inference_mode()
     def run_batch(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        t = {k: torch.from_numpy(v) for k, v in feed.items()}
-        batch: dict = {"input_ids": t["input_ids"], "attention_mask": t["attention_mask"]}
-        if "pair_input_ids" in t:
-            batch["pair"] = {"input_ids": t["pair_input_ids"], "attention_mask": t["pair_attention_mask"]}
-        if "language" in t:
-            batch["language"] = t["language"]
-        out = self.model(batch)
+        out = self.model(model_batch({k: torch.from_numpy(v) for k, v in feed.items()}))
         return {name: out[name].float().numpy() for name in self.spec["outputs"]}
+
+
+def model_batch(t: dict[str, torch.Tensor]) -> dict:
+    """Graph inputs by name (``input_ids``, ``attention_mask`` (B, T); fusion: ``pair_input_ids``,
+    ``pair_attention_mask`` (B, T'); TALL: ``language`` (B,)) -> the batch dict the task models read."""
+    batch: dict = {"input_ids": t["input_ids"], "attention_mask": t["attention_mask"]}
+    if "pair_input_ids" in t:
+        batch["pair"] = {"input_ids": t["pair_input_ids"], "attention_mask": t["pair_attention_mask"]}
+    if "language" in t:
+        batch["language"] = t["language"]
+    return batch
 
 
 def language_token_of(run) -> dict | None:

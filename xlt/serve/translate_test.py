@@ -41,9 +41,7 @@ def labelled_via_translation(predictor, requests: list, prepared: list, errors: 
     for lang, idx in groups.items():
         setting = t["languages"][lang]
         translator = get_translator(setting["backend"])
-        texts = [requests[i].texts if predictor.pair else [" ".join(prepared[i].words.words)] for i in idx]
-        out = iter(translator.translate([x for ts in texts for x in ts], lang, t["source_lang"]))
-        translated = [[x if x.strip() else "." for x in (next(out) for _ in ts)] for ts in texts]
+        translated = predictor.translate_texts(translator, requests, prepared, idx, lang, t["source_lang"])
         requests_src = [Request(tr) if predictor.pair else Request(words=tokenize_words(tr[0]) or ["."])
                         for tr in translated]
         on_source = predictor.predict_labelled([predictor.prepare(r) for r in requests_src])
