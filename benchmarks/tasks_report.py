@@ -1,5 +1,7 @@
 """Collect the runs of benchmarks/tasks.py into results/{xnli,pawsx,panx,udpos}.json (+ .md) and
-results/filter-equal-steps.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md."""
+results/filter-equal-steps.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md. Rows of runs present in
+benchmarks/runs replace the committed rows of the same method, language, seed and regime; committed rows of runs not
+present here are kept (a fresh checkout has no runs); a file with nothing new is not rewritten."""
 from __future__ import annotations
 
 import json
@@ -107,7 +109,25 @@ def _markdown(name: str, rows: list[dict], metrics: list[str], notes: str) -> st
     return "\n".join(lines) + "\n"
 
 
+def _committed(results_dir: Path, name: str) -> dict:
+    path = results_dir / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _merge(committed_rows: list[dict], rows: list[dict]) -> list[dict]:
+    """The rows of the runs present here, plus the committed rows of runs that are not (a fresh checkout has no
+    benchmarks/runs: re-running one job must not drop the results of the others)."""
+    key = lambda r: (r["method"], r["lang"], r["seed"], r["regime"])  # noqa: E731
+    fresh = {key(r) for r in rows}
+    return [r for r in committed_rows if key(r) not in fresh] + rows
+
+
 def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: dict, metrics: list[str]) -> None:
+    committed = _committed(results_dir, name)
+    rows = _merge(committed.get("rows", []), rows)
+    rows.sort(key=lambda r: (ORDER.index(r["method"]), r["lang"] != "en", r["lang"], r["seed"]))
+    if committed.get("rows") == rows and all(committed.get(k) == v for k, v in extra.items()):
+        return  # nothing new: leave the file (and its timestamp and commit) as it is
     out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "git_commit": _git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
            "selection": "source-dev", "notes": notes, **extra, "rows": rows}
@@ -118,7 +138,7 @@ def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: di
 def collect(runs: Path, results_dir: Path) -> None:
     for dataset, task in TASK_OF.items():
         rows, metrics = [], None
-        lr_sel = _lr_selection(runs, dataset)
+        lr_sel = _lr_selection(runs, dataset) or _committed(results_dir, dataset).get("lr_selection", [])
         for run in sorted(runs.glob(f"{dataset}-*-seed*")):
             key = run.name.split("-", 1)[1].rsplit("-seed", 1)[0]
             if key not in METHODS or not (run / "results.json").exists():
@@ -132,7 +152,6 @@ def collect(runs: Path, results_dir: Path) -> None:
                 rows += _rows_of({**json.loads(tt.read_text()), "train_summary": res["train_summary"]},
                                  "translate_test", task, lr)
         if rows:
-            rows.sort(key=lambda r: (ORDER.index(r["method"]), r["lang"] != "en", r["lang"], r["seed"]))
             _write(results_dir, dataset, rows, NOTES["common"] + " " + NOTES[dataset], {"task": task,
                    "lr_selection": lr_sel}, metrics)
     rows = []
@@ -161,11 +180,16 @@ def _reproduction(runs: Path, results_dir: Path) -> None:
             rows += _rows_of(json.loads((run / "results.json").read_text()), "zero_shot", "intent_slot", _lr_of(run))
     if not rows:
         return
+    for r in rows:
+        r["regime"] = "equal_steps"
+    committed = _committed(results_dir, "xsid-zero-shot-newcore").get("rows", [])
+    rows = _merge(committed, rows)
+    rows.sort(key=lambda r: (r["lang"] != "en", r["lang"], r["seed"]))
+    if rows == committed:
+        return
     metrics = ["intent_acc", "slot_f1", "semantic_acc"]
     old = json.loads((results_dir / "xsid-zero-shot.json").read_text())
     seeds = sorted({r["seed"] for r in rows})
-    for r in rows:
-        r["regime"] = "equal_steps"
     notes = (f"xsid-zero-shot (1000 steps x 32, lr 3e-4, frozen embeddings, English-dev selection) re-run on commit "
              f"{_git_commit()} (the core with tasks/methods/stages), seeds {seeds}, against the committed rows of "
              f"xsid-zero-shot.json (commit {old['git_commit']}, the old core).")
