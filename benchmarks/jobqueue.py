@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import shutil
 import subprocess
 import sys
@@ -94,6 +95,24 @@ def pretrain(cfg) -> Path:
     if not (cfg.run_dir / "results.json").exists():
         run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
     return cfg.run_dir
+
+
+IDENTITY = ("method", "dataset", "variant", "pair", "phase", "step", "lang", "seed", "regime")
+
+
+def merge_rows(committed: list[dict], fresh: list[dict], identity: tuple[str, ...] = IDENTITY) -> list[dict]:
+    """The rows of the runs present here, plus the committed rows that none of them replaces (same values of the
+    ``identity`` fields): benchmarks/runs is not in git, so a fresh checkout has no runs, and a job run there must not
+    drop the committed results of the others (pre-trained stages and their fine-tunes are re-run together)."""
+    key = lambda r: tuple(r.get(f) for f in identity)  # noqa: E731
+    replaced = {key(r) for r in fresh}
+    return [r for r in committed if key(r) not in replaced] + fresh
+
+
+def committed_results(results_dir: Path, name: str) -> dict:
+    """results/{name}.json as committed (empty when there is none)."""
+    path = results_dir / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def git_commit() -> str:

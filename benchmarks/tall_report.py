@@ -12,7 +12,7 @@ import statistics
 import time
 from pathlib import Path
 
-from jobqueue import git_commit, mean_std
+from jobqueue import committed_results, git_commit, mean_std, merge_rows
 
 METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 VARIANTS = ["none", "dae_only", "bt_only", "encoder_only"]
@@ -83,6 +83,9 @@ def collect(runs: Path, results_dir: Path) -> None:
     baseline = json.loads((results_dir / "xsid-zero-shot.json").read_text())
     rows += [{**r, "task": "intent_slot", "variant": "none", "source": "benchmarks/results/xsid-zero-shot.json"}
              for r in baseline["rows"] if r["seed"] in seeds]
+    committed = committed_results(results_dir, "tall")
+    rows = merge_rows(committed.get("rows", []), rows)
+    curves = merge_rows(committed.get("learning_curves", []), curves, ("pair", "variant", "phase", "step"))
     commit = git_commit()
     notes = ("TALL pre-training (shipped configs pretrain-tall-en-ja / -en-de): multilingual-e5-small + a 2-layer "
              "decoder (6 heads, FFN 1536, hidden 384) sharing and tied to the encoder's embeddings, language tokens "

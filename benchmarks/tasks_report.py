@@ -10,6 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from jobqueue import committed_results, merge_rows
+
 TASK_OF = {"xnli": "pair_classification", "pawsx": "pair_classification", "panx": "token_classification",
            "udpos": "token_classification"}
 METHODS = {"zero-shot": "zero_shot", "translate-train-es": "translate_train", "xeroalign-es": "xeroalign",
@@ -109,22 +111,9 @@ def _markdown(name: str, rows: list[dict], metrics: list[str], notes: str) -> st
     return "\n".join(lines) + "\n"
 
 
-def _committed(results_dir: Path, name: str) -> dict:
-    path = results_dir / f"{name}.json"
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def _merge(committed_rows: list[dict], rows: list[dict]) -> list[dict]:
-    """The rows of the runs present here, plus the committed rows of runs that are not (a fresh checkout has no
-    benchmarks/runs: re-running one job must not drop the results of the others)."""
-    key = lambda r: (r["method"], r["lang"], r["seed"], r["regime"])  # noqa: E731
-    fresh = {key(r) for r in rows}
-    return [r for r in committed_rows if key(r) not in fresh] + rows
-
-
 def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: dict, metrics: list[str]) -> None:
-    committed = _committed(results_dir, name)
-    rows = _merge(committed.get("rows", []), rows)
+    committed = committed_results(results_dir, name)
+    rows = merge_rows(committed.get("rows", []), rows)
     rows.sort(key=lambda r: (ORDER.index(r["method"]), r["lang"] != "en", r["lang"], r["seed"]))
     if committed.get("rows") == rows and all(committed.get(k) == v for k, v in extra.items()):
         return  # nothing new: leave the file (and its timestamp and commit) as it is
@@ -138,7 +127,7 @@ def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: di
 def collect(runs: Path, results_dir: Path) -> None:
     for dataset, task in TASK_OF.items():
         rows, metrics = [], None
-        lr_sel = _lr_selection(runs, dataset) or _committed(results_dir, dataset).get("lr_selection", [])
+        lr_sel = _lr_selection(runs, dataset) or committed_results(results_dir, dataset).get("lr_selection", [])
         for run in sorted(runs.glob(f"{dataset}-*-seed*")):
             key = run.name.split("-", 1)[1].rsplit("-seed", 1)[0]
             if key not in METHODS or not (run / "results.json").exists():
@@ -182,8 +171,8 @@ def _reproduction(runs: Path, results_dir: Path) -> None:
         return
     for r in rows:
         r["regime"] = "equal_steps"
-    committed = _committed(results_dir, "xsid-zero-shot-newcore").get("rows", [])
-    rows = _merge(committed, rows)
+    committed = committed_results(results_dir, "xsid-zero-shot-newcore").get("rows", [])
+    rows = merge_rows(committed, rows)
     rows.sort(key=lambda r: (r["lang"] != "en", r["lang"], r["seed"]))
     if rows == committed:
         return

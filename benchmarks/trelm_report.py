@@ -12,7 +12,7 @@ import platform
 import time
 from pathlib import Path
 
-from jobqueue import git_commit, mean_std
+from jobqueue import committed_results, git_commit, mean_std, merge_rows
 
 METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 
@@ -62,6 +62,7 @@ def collect(runs: Path, results_dir: Path) -> None:
         for run in sorted(runs.glob(f"mtod-es-trelm-{variant}-seed*")):
             if (run / "results.json").exists():
                 rows += _fine_tune_rows(json.loads((run / "results.json").read_text()), variant)
+    rows = merge_rows(committed_results(results_dir, "trelm").get("rows", []), rows)
     commit = git_commit()
     notes = ("TreLM migration of minilm-l6-en to Spanish (config pretrain-trelm-es: new 30k WordPiece vocabulary "
              "over the English + Spanish training text; fastText vectors of its entries mapped into MiniLM's "

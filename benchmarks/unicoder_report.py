@@ -12,7 +12,7 @@ import statistics
 import time
 from pathlib import Path
 
-from jobqueue import git_commit, mean_std
+from jobqueue import committed_results, git_commit, mean_std, merge_rows
 
 MAIN = {"xnli": ["accuracy"], "xsid": ["intent_acc", "slot_f1", "semantic_acc"]}
 ORDER = ["none", "mlm", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "all5", "all5+multi_language"]
@@ -62,7 +62,9 @@ def _fine_tune_rows(res: dict, variant: str, seen: set[str], method: str) -> lis
 def collect(runs: Path, results_dir: Path) -> None:
     from unicoder import VARIANTS, stage_dir  # benchmarks/unicoder.py, on sys.path when run from there
 
-    seen = _seen(runs)
+    committed = committed_results(results_dir, "unicoder").get("rows", [])
+    # no pre-training run here (a fresh checkout): the languages the committed rows were marked as seen in
+    seen = _seen(runs) or {r["lang"] for r in committed if r.get("seen")}
     rows = []
     for variant in VARIANTS:
         if (stage_dir(variant) / "results.json").exists():
@@ -74,13 +76,15 @@ def collect(runs: Path, results_dir: Path) -> None:
             variant = {"mlm-tlm": "mlm+tlm", "all5-multi_language": "all5+multi_language"}.get(variant, variant)
             rows += _fine_tune_rows(res, variant, seen, "multi_language" if "multi" in variant else "zero_shot")
     seeds = sorted({r["seed"] for r in rows if r["method"] != "unicoder_pretrain"}) or [1, 2, 3]
-    for seed in seeds:  # the shipped encoder: the zero-shot XNLI runs of benchmarks/tasks.py, same config and seed
-        path = runs / f"xnli-zero-shot-seed{seed}" / "results.json"
-        if path.exists():
-            rows += _fine_tune_rows(json.loads(path.read_text()), "none", seen, "zero_shot")
+    # the shipped encoder: the zero-shot XNLI rows of benchmarks/tasks.py (results/xnli.json), same config and seeds
+    xnli = committed_results(results_dir, "xnli")
+    rows += [{**r, "regime": "equal_steps", "variant": "none", "seen": r["lang"] in seen,
+              "source": "benchmarks/results/xnli.json"}
+             for r in xnli.get("rows", []) if r["method"] == "zero_shot" and r["seed"] in seeds]
     xsid = json.loads((results_dir / "xsid-zero-shot.json").read_text())
     rows += [{**r, "task": "intent_slot", "variant": "none", "seen": r["lang"] in seen,
               "source": "benchmarks/results/xsid-zero-shot.json"} for r in xsid["rows"] if r["seed"] in seeds]
+    rows = merge_rows(committed, rows)
     commit = git_commit()
     notes = ("Unicoder pre-training of multilingual-e5-small (config pretrain-unicoder: 200 steps of the new heads "
              "on the frozen encoder at lr 1e-3, then 1600 steps of everything at lr 5e-5, batch 32, a batch of each "
