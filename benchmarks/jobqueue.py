@@ -48,6 +48,8 @@ def collect(report_module: str, strict: bool) -> None:
     """``report_module.collect(RUNS, RESULTS)``; a reporting bug must not stop hours of training (strict re-raises)."""
     sys.path.insert(0, str(HERE))
     try:
+        # the shared helpers may have changed too while the queue ran: the report module imports them anew
+        importlib.reload(sys.modules[__name__])
         importlib.reload(importlib.import_module(report_module)).collect(RUNS, RESULTS)
     except Exception as err:
         if strict:
