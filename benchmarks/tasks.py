@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jobqueue import RESULTS, RUNS, queue_main, train_evaluate
+from jobqueue import RESULTS, RUNS, committed_results, queue_main, train_evaluate
 
 TASKS = ("panx", "udpos", "xnli", "pawsx")
 LRS = ("1e-4", "3e-4")
@@ -69,9 +69,8 @@ def chosen_lr(task: str) -> str:
     """The learning rate whose probe reached the best English dev selection value (ties: the smaller)."""
     best = None
     # a fresh checkout has no probe runs: the committed lr_selection of results/{task}.json holds what they found
-    committed = RESULTS / f"{task}.json"
     found = {p["lr"]: p["best_english_dev_selection_value"]
-             for p in (json.loads(committed.read_text()).get("lr_selection", []) if committed.exists() else [])}
+             for p in committed_results(RESULTS, task).get("lr_selection", [])}
     for lr in LRS_OF.get(task, LRS):  # ascending: a tie keeps the smaller rate
         log = RUNS / f"{task}-lr{lr}-probe-seed1" / "metrics.jsonl"
         if log.exists():
@@ -79,7 +78,8 @@ def chosen_lr(task: str) -> str:
         elif lr in found:
             value = found[lr]
         else:
-            raise SystemExit(f"{task}: run the learning-rate probes first ({log} missing, no lr {lr} in {committed})")
+            raise SystemExit(f"{task}: run the learning-rate probes first ({log} missing, and no lr {lr} in the "
+                             f"committed {RESULTS / task}.json)")
         if best is None or value > best[1]:
             best = (lr, value)
     return best[0]

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
-from jobqueue import committed_results, merge_rows
+from jobqueue import committed_results, git_commit, merge_rows
 
 TASK_OF = {"xnli": "pair_classification", "pawsx": "pair_classification", "panx": "token_classification",
            "udpos": "token_classification"}
@@ -39,11 +38,6 @@ NOTES = {
     "pawsx": "PAWS-X: trained on 8,570 English PAWS-Wiki pairs sentence-disjoint from PAWS-X dev/test; test = "
              "PAWS-X test with labels, 2,000 pairs per language.",
 }
-
-
-def _git_commit() -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          cwd=Path(__file__).parent).stdout.strip()
 
 
 def _rows_of(results: dict, method: str, task: str, lr: str | None) -> list[dict]:
@@ -118,7 +112,7 @@ def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: di
     if committed.get("rows") == rows and all(committed.get(k) == v for k, v in extra.items()):
         return  # nothing new: leave the file (and its timestamp and commit) as it is
     out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "git_commit": _git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
+           "git_commit": git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
            "selection": "source-dev", "notes": notes, **extra, "rows": rows}
     (results_dir / f"{name}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
     (results_dir / f"{name}.md").write_text(_markdown(name, rows, metrics, notes))
@@ -180,7 +174,7 @@ def _reproduction(runs: Path, results_dir: Path) -> None:
     old = json.loads((results_dir / "xsid-zero-shot.json").read_text())
     seeds = sorted({r["seed"] for r in rows})
     notes = (f"xsid-zero-shot (1000 steps x 32, lr 3e-4, frozen embeddings, English-dev selection) re-run on commit "
-             f"{_git_commit()} (the core with tasks/methods/stages), seeds {seeds}, against the committed rows of "
+             f"{git_commit()} (the core with tasks/methods/stages), seeds {seeds}, against the committed rows of "
              f"xsid-zero-shot.json (commit {old['git_commit']}, the old core).")
     lines = ["# xsid-zero-shot-newcore", "", notes, "",
              "| lang | " + " | ".join(f"{m} old core | {m} new core" for m in metrics) + " |",
@@ -192,7 +186,7 @@ def _reproduction(runs: Path, results_dir: Path) -> None:
             cells.append(_mean_std([r[m] for r in rows if r["lang"] == lang]))
         lines.append(f"| {lang} | " + " | ".join(cells) + " |")
     out = {"benchmark": "xsid-zero-shot-newcore", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "git_commit": _git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
+           "git_commit": git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
            "selection": "source-dev", "notes": notes, "rows": rows}
     (results_dir / "xsid-zero-shot-newcore.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
     (results_dir / "xsid-zero-shot-newcore.md").write_text("\n".join(lines) + "\n")
