@@ -7,8 +7,9 @@ Budget (multilingual-e5-small, frozen embeddings, batch 32, checkpoint chosen on
   (the same number of sentences: regime ``equal_sentences``); translate-test scores the zero-shot models;
 - translations: Apertium eng<->spa (es is the one target language of all four tasks with MT here);
 - FILTER at equal steps: FILTER and FILTER + self-teaching at 1000 steps on MTOD es (``filter-equal-steps.json``);
-- reproduction: the zero-shot xSID benchmark (``xsid_zero_shot.py``, same config and seeds) re-run on today's core
-  against its committed rows (``xsid-zero-shot-newcore.json``).
+- reproduction: the zero-shot xSID benchmark (``xsid_zero_shot.py``) and the MTOD zero-shot rows of
+  ``translation.json``, same configs and seeds, re-run on today's core against their committed rows
+  (``xsid-zero-shot-newcore.json``, ``mtod-zero-shot-newcore.json``; jobs ``{xsid,mtod}-zero-shot-newcore``).
 
     python benchmarks/tasks.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
     python benchmarks/tasks.py --collect        # only rewrite the results from finished runs
@@ -40,8 +41,8 @@ PAIRED = ["train.max_steps=500", "train.eval_every=125"]
 
 def job_spec(name: str) -> tuple[str, list[str], bool]:
     """job name -> (shipped config, overrides, evaluate on test?); {seed} and {lr} are filled in by run_job."""
-    if name == "xsid-zero-shot-newcore":  # the earlier zero-shot xSID benchmark, re-run on today's core
-        return "xsid-zero-shot", [], True
+    if name.endswith("-zero-shot-newcore"):  # an earlier zero-shot benchmark (xSID, MTOD), re-run on today's core
+        return name.removesuffix("-newcore"), [], True
     if name.startswith("mtod-"):
         steps = ["train.max_steps=1000", "train.eval_every=250"]
         if name == "mtod-filter-es-1000":
@@ -106,7 +107,7 @@ def queue(seeds: list[int]) -> list[tuple[str, int]]:
     (whose self-teaching question is open) and MTOD FILTER at equal steps before XNLI and PAWS-X."""
     q = [(f"{t}-lr{lr}-probe", 1) for t in TASKS for lr in LRS_OF.get(t, LRS)]
     q += [(f"{t}-zero-shot", seed) for seed in seeds for t in TASKS]
-    q += [("xsid-zero-shot-newcore", seed) for seed in seeds]
+    q += [(f"{d}-zero-shot-newcore", seed) for seed in seeds for d in ("xsid", "mtod")]
     methods = ["filter-es", "filter-self-teaching-es", "translate-train-es", "xeroalign-es"]
     for seed in seeds:
         q += [(f"{t}-{m}", seed) for t in ("panx", "udpos") for m in methods]

@@ -155,49 +155,63 @@ def collect(runs: Path, results_dir: Path) -> None:
     _reproduction(runs, results_dir)
 
 
+# name of the re-run -> (committed old-core result file, its dataset, the shipped config both ran)
+REPRODUCTIONS = {"xsid-zero-shot-newcore": ("xsid-zero-shot.json", "xsid", "xsid-zero-shot"),
+                 "mtod-zero-shot-newcore": ("translation.json", "mtod", "mtod-zero-shot")}
+
+
 def _reproduction(runs: Path, results_dir: Path, rewrite: bool = False) -> None:
-    """xSID zero-shot re-run on today's core vs the committed rows of results/xsid-zero-shot.json (old core);
-    ``rewrite``: write the files even when no row changed (after a change of the report itself)."""
+    for name in REPRODUCTIONS:
+        _reproduce(name, runs, results_dir, rewrite)
+
+
+def _reproduce(name: str, runs: Path, results_dir: Path, rewrite: bool = False) -> None:
+    """A zero-shot benchmark of the old core (intent + slot only) re-run on today's core, against its committed
+    rows; ``rewrite``: write the files even when no row changed (after a change of the report itself)."""
+    old_file, dataset, config = REPRODUCTIONS[name]
     rows = []
-    for run in sorted(runs.glob("xsid-zero-shot-newcore-seed*")):
+    for run in sorted(runs.glob(f"{name}-seed*")):
         if (run / "results.json").exists():
             rows += _rows_of(json.loads((run / "results.json").read_text()), "zero_shot", "intent_slot", _lr_of(run))
     if not rows:
         return
     for r in rows:
-        r["regime"] = "equal_steps"
-    committed = committed_results(results_dir, "xsid-zero-shot-newcore").get("rows", [])
+        r["regime"], r["dataset"] = "equal_steps", dataset
+    committed = committed_results(results_dir, name).get("rows", [])
     rows = merge_rows(committed, rows)
     rows.sort(key=lambda r: (r["lang"] != "en", r["lang"], r["seed"]))
     if rows == committed and not rewrite:
         return
     metrics = ["intent_acc", "slot_f1", "semantic_acc"]
-    old = json.loads((results_dir / "xsid-zero-shot.json").read_text())
+    old = json.loads((results_dir / old_file).read_text())
+    old_rows = [r for r in old["rows"] if r.get("dataset", dataset) == dataset and r["method"] == "zero_shot"]
     seeds = sorted({r["seed"] for r in rows})
-    notes = (f"xsid-zero-shot (1000 steps x 32, lr 3e-4, frozen embeddings, English-dev selection) re-run on commit "
-             f"{git_commit()} (the core with tasks/methods/stages), seeds {seeds}, against the committed rows of "
-             f"xsid-zero-shot.json (commit {old['git_commit']}, the old core).")
-    lines = ["# xsid-zero-shot-newcore", "", notes, "",
+    notes = (f"{config} (1000 steps x 32, lr 3e-4, frozen embeddings, English-dev selection) re-run on commit "
+             f"{git_commit()} (the core with tasks/methods/stages), seeds {seeds}, against the committed zero_shot "
+             f"{dataset} rows of {old_file} (commit {old['git_commit']}, the old core).")
+    lines = [f"# {name}", "", notes, "",
              "| lang | " + " | ".join(f"{m} old core | {m} new core" for m in metrics) + " |",
              "|---|" + "---|" * (2 * len(metrics))]
     for lang in dict.fromkeys(r["lang"] for r in rows):
         cells = []
         for m in metrics:
-            cells.append(_mean_std([r[m] for r in old["rows"] if r["lang"] == lang and r["seed"] in seeds]))
+            cells.append(_mean_std([r[m] for r in old_rows if r["lang"] == lang and r["seed"] in seeds]))
             cells.append(_mean_std([r[m] for r in rows if r["lang"] == lang]))
         lines.append(f"| {lang} | " + " | ".join(cells) + " |")
-    targets = sorted({r["lang"] for r in rows} - {"en"})
-    cells = []
-    for m in metrics:  # per seed: the mean over the target languages; then mean ± std over the seeds
-        for source in (old["rows"], rows):
-            cells.append(_mean_std([statistics.mean(r[m] for r in source if r["seed"] == seed and r["lang"] in targets)
-                                    for seed in seeds]))
-    lines.append(f"| target average ({len(targets)} languages) | " + " | ".join(cells) + " |")
-    out = {"benchmark": "xsid-zero-shot-newcore", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    targets = sorted(({r["lang"] for r in rows} & {r["lang"] for r in old_rows}) - {"en"})
+    if len(targets) > 1:
+        cells = []
+        for m in metrics:  # per seed: the mean over the target languages; then mean ± std over the seeds
+            for source in (old_rows, rows):
+                cells.append(_mean_std([statistics.mean(r[m] for r in source
+                                                        if r["seed"] == seed and r["lang"] in targets)
+                                        for seed in seeds]))
+        lines.append(f"| target average ({len(targets)} languages) | " + " | ".join(cells) + " |")
+    out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "git_commit": git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
            "selection": "source-dev", "notes": notes, "rows": rows}
-    (results_dir / "xsid-zero-shot-newcore.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
-    (results_dir / "xsid-zero-shot-newcore.md").write_text("\n".join(lines) + "\n")
+    (results_dir / f"{name}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
+    (results_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 def _lr_of(run: Path) -> str | None:
