@@ -23,7 +23,10 @@ def _alignment_rows(base: Path) -> list[dict]:
              "precision_at_1": round(p["all"], 4), "precision_at_1_different_strings":
                  None if p["different_strings"] is None else round(p["different_strings"], 4),
              "initialises_embeddings": step == f"{m['initialised_by']}+procrustes", "vocabulary": m["vocabulary"], "fasttext": m["fasttext"],
-             "seconds": round(m["seconds"], 1)} for step, p in m["precision_at_1"].items()]
+             "seconds": round(m["seconds"], 1),
+             # fitted on half the identical-string anchors, retrieving the other half (isomorphism diagnostic)
+             **({"heldout_anchors": m["heldout_anchors"]} if "heldout_anchors" in m else {})}
+            for step, p in m["precision_at_1"].items()]
 
 
 def _pretrain_rows(run: Path, variant: str) -> list[dict]:
@@ -91,6 +94,12 @@ def markdown(out: dict) -> str:
                   "| step | P@1 | P@1 (pairs of different strings) | initialises the embeddings |", "|---|---|---|---|"]
         lines += [f"| {r['step']} | {100 * r['precision_at_1']:.2f} | {100 * r['precision_at_1_different_strings']:.2f} | "
                   f"{'yes' if r['initialises_embeddings'] else ''} |" for r in align]
+        held = align[0].get("heldout_anchors")
+        if held and "procrustes_precision_at_1" in held:
+            lines += ["", f"Held-out anchors (maps fitted on {held['anchors_fit']} identical-string pairs, retrieving "
+                      f"the other {held['anchors_test']} among all MiniLM rows, CSLS): P@1 "
+                      f"{100 * held['procrustes_precision_at_1']:.2f} orthogonal (Procrustes), "
+                      f"{100 * held['least_squares_precision_at_1']:.2f} unconstrained linear (least squares)."]
     pre = [r for r in rows if r["method"] == "trelm_pretrain"]
     if pre:
         lines += ["", "## Pre-training: held-out BPW (lower is better) and cost, after each phase", "",

@@ -112,6 +112,7 @@ def test_migrate_vocabulary_end_to_end_on_a_toy_pair(tmp_path):
     assert set(report["precision_at_1"]) == steps and seen
     assert all(0 <= v["all"] <= 1 and 0 <= v["different_strings"] <= 1 for v in report["precision_at_1"].values())
     assert report["identical_string_anchors"] >= len(words) and report["initialised_by"] == "identical_strings"
+    assert 0 <= report["heldout_anchors"]["procrustes_precision_at_1"] <= 1
 
 
 def test_identical_string_anchors_recover_a_rotation(tmp_path):
@@ -139,3 +140,10 @@ def test_identical_string_anchors_recover_a_rotation(tmp_path):
     target = torch.zeros(english.get_vocab_size(), 8)
     target[pairs[:, 1]] = source[pairs[:, 0]] @ rotation.T
     assert torch.allclose(procrustes(source, target, pairs), rotation, atol=1e-4)
+    # held-out anchors: a rotation is found from half of them and retrieves the other half; unrelated spaces fail
+    from xlt.align.embedding_map import heldout_anchor_precision
+    rotated = heldout_anchor_precision(source, target, pairs)
+    assert rotated["anchors_fit"] + rotated["anchors_test"] == len(pairs)
+    assert rotated["procrustes_precision_at_1"] == rotated["least_squares_precision_at_1"] == 1.0
+    noise = torch.randn(english.get_vocab_size(), 8, generator=g)
+    assert heldout_anchor_precision(source, noise, pairs)["procrustes_precision_at_1"] < 0.5

@@ -9,6 +9,8 @@ input-embedding space:
   to the k nearest neighbours in the other space, which penalises hubs;
 - ``build_dictionary`` + ``procrustes``: refinement — a dictionary induced by CSLS among the most frequent words
   (mutual nearest neighbours), then the orthogonal W minimising ‖WX - Y‖ on it (W = UVᵀ, SVD of YᵀX), repeated;
+- ``heldout_anchor_precision``: a diagnostic of isomorphism — maps fitted on half of a seed dictionary
+  (Procrustes, and unconstrained ``least_squares``) retrieving the other half;
 - ``precision_at_1``: word translation accuracy on a test dictionary with CSLS (MUSE's evaluation), and
   ``mean_cosine``: MUSE's unsupervised model-selection criterion.
 
@@ -67,6 +69,28 @@ def procrustes(source: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor) 
     X, Y = source[pairs[:, 0]], target[pairs[:, 1]]
     U, _, Vt = torch.linalg.svd(Y.T @ X)
     return U @ Vt
+
+
+def least_squares(source: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+    """The unconstrained linear W minimising Σ ‖W x_i - y_j‖² over ``pairs`` (a diagnostic next to Procrustes: if even
+    this map cannot relate the two spaces on held-out pairs, no orthogonal one can)."""
+    X, Y = source[pairs[:, 0]], target[pairs[:, 1]]
+    return torch.linalg.lstsq(X, Y).solution.T
+
+
+def heldout_anchor_precision(source: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, k: int = 10
+                             ) -> dict:
+    """Are the two spaces linearly related at all?  Fit on the even-numbered anchor pairs, then retrieve the
+    odd-numbered ones: P@1 (CSLS over every target row) of each held-out source row landing on its own target row,
+    for the orthogonal (Procrustes) and the unconstrained (least squares) map."""
+    fit, test = pairs[0::2], pairs[1::2]
+    out: dict = {"anchors_fit": len(fit), "anchors_test": len(test)}
+    if len(fit) == 0 or len(test) == 0:
+        return out
+    gold = {i: {int(t)} for i, t in enumerate(test[:, 1])}
+    for name, W in (("procrustes", procrustes(source, target, fit)), ("least_squares", least_squares(source, target, fit))):
+        out[f"{name}_precision_at_1"] = precision_at_1(source[test[:, 0]] @ W.T, target, gold, k)
+    return out
 
 
 def precision_at_1(mapped: torch.Tensor, target: torch.Tensor, test: dict[int, set[int]], k: int = 10) -> float:

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import torch
 
-from xlt.align.embedding_map import AdversarialSettings, adversarial_map, precision_at_1, procrustes, refine
+from xlt.align.embedding_map import (AdversarialSettings, adversarial_map, heldout_anchor_precision, precision_at_1,
+                                     procrustes, refine)
 from xlt.errors import DataError
 
 
@@ -117,6 +118,8 @@ def migrate_vocabulary(source_files: list[Path], target_files: list[Path], engli
     report["precision_at_1"]["adversarial+procrustes"] = precision(W_adv)
     anchors = identical_string_pairs(tokenizer, english_tokenizer, order)
     report["identical_string_anchors"] = len(anchors)
+    # can any linear map relate the fastText space to the English input embeddings? (held-out anchors)
+    report["heldout_anchors"] = heldout_anchor_precision(source_space, target_space, anchors)
     W_id = procrustes(source_space, target_space, anchors) if len(anchors) else torch.eye(vectors.shape[1])
     report["precision_at_1"]["identical_strings"] = precision(W_id)
     W_id, report["identical_strings_refinement"] = refine(source_space, target_space, W_id, s.refinement_iterations)
