@@ -105,15 +105,20 @@ def _markdown(name: str, rows: list[dict], metrics: list[str], notes: str) -> st
     return "\n".join(lines) + "\n"
 
 
+def _header(name: str, notes: str) -> dict:
+    """The fields every result file of this benchmark starts with (../shared/RESULTS_FORMAT.md)."""
+    return {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "git_commit": git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
+            "selection": "source-dev", "notes": notes}
+
+
 def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: dict, metrics: list[str]) -> None:
     committed = committed_results(results_dir, name)
     rows = merge_rows(committed.get("rows", []), rows)
     rows.sort(key=lambda r: (ORDER.index(r["method"]), r["lang"] != "en", r["lang"], r["seed"]))
     if committed.get("rows") == rows and all(committed.get(k) == v for k, v in extra.items()):
         return  # nothing new: leave the file (and its timestamp and commit) as it is
-    out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "git_commit": git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
-           "selection": "source-dev", "notes": notes, **extra, "rows": rows}
+    out = {**_header(name, notes), **extra, "rows": rows}
     (results_dir / f"{name}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
     (results_dir / f"{name}.md").write_text(_markdown(name, rows, metrics, notes))
 
@@ -160,14 +165,14 @@ REPRODUCTIONS = {"xsid-zero-shot-newcore": ("xsid-zero-shot.json", "xsid", "xsid
                  "mtod-zero-shot-newcore": ("translation.json", "mtod", "mtod-zero-shot")}
 
 
-def _reproduction(runs: Path, results_dir: Path, rewrite: bool = False) -> None:
+def _reproduction(runs: Path, results_dir: Path) -> None:
     for name in REPRODUCTIONS:
-        _reproduce(name, runs, results_dir, rewrite)
+        _reproduce(name, runs, results_dir)
 
 
-def _reproduce(name: str, runs: Path, results_dir: Path, rewrite: bool = False) -> None:
+def _reproduce(name: str, runs: Path, results_dir: Path) -> None:
     """A zero-shot benchmark of the old core (intent + slot only) re-run on today's core, against its committed
-    rows; ``rewrite``: write the files even when no row changed (after a change of the report itself)."""
+    rows."""
     old_file, dataset, config = REPRODUCTIONS[name]
     rows = []
     for run in sorted(runs.glob(f"{name}-seed*")):
@@ -180,7 +185,7 @@ def _reproduce(name: str, runs: Path, results_dir: Path, rewrite: bool = False) 
     committed = committed_results(results_dir, name).get("rows", [])
     rows = merge_rows(committed, rows)
     rows.sort(key=lambda r: (r["lang"] != "en", r["lang"], r["seed"]))
-    if rows == committed and not rewrite:
+    if rows == committed:
         return
     metrics = ["intent_acc", "slot_f1", "semantic_acc"]
     old = json.loads((results_dir / old_file).read_text())
@@ -207,9 +212,7 @@ def _reproduce(name: str, runs: Path, results_dir: Path, rewrite: bool = False) 
                                                         if r["seed"] == seed and r["lang"] in targets)
                                         for seed in seeds]))
         lines.append(f"| target average ({len(targets)} languages) | " + " | ".join(cells) + " |")
-    out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "git_commit": git_commit(), "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
-           "selection": "source-dev", "notes": notes, "rows": rows}
+    out = {**_header(name, notes), "rows": rows}
     (results_dir / f"{name}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
     (results_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
 

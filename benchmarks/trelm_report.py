@@ -24,8 +24,9 @@ def _alignment_rows(base: Path) -> list[dict]:
                  None if p["different_strings"] is None else round(p["different_strings"], 4),
              "initialises_embeddings": step == f"{m['initialised_by']}+procrustes", "vocabulary": m["vocabulary"], "fasttext": m["fasttext"],
              "seconds": round(m["seconds"], 1),
-             # fitted on half the identical-string anchors, retrieving the other half (isomorphism diagnostic)
-             **({"heldout_anchors": m["heldout_anchors"]} if "heldout_anchors" in m else {})}
+             # the identical-strings step's diagnostic: maps fitted on half its anchors, retrieving the other half
+             **({"heldout_anchors": m["heldout_anchors"]} if step == "identical_strings" and "heldout_anchors" in m
+                else {})}
             for step, p in m["precision_at_1"].items()]
 
 
@@ -94,7 +95,7 @@ def markdown(out: dict) -> str:
                   "| step | P@1 | P@1 (pairs of different strings) | initialises the embeddings |", "|---|---|---|---|"]
         lines += [f"| {r['step']} | {100 * r['precision_at_1']:.2f} | {100 * r['precision_at_1_different_strings']:.2f} | "
                   f"{'yes' if r['initialises_embeddings'] else ''} |" for r in align]
-        held = align[0].get("heldout_anchors")
+        held = next((r["heldout_anchors"] for r in align if "heldout_anchors" in r), None)
         if held and "procrustes_precision_at_1" in held:
             lines += ["", f"Held-out anchors (maps fitted on {held['anchors_fit']} identical-string pairs, retrieving "
                       f"the other {held['anchors_test']} among all MiniLM rows, CSLS): P@1 "

@@ -88,7 +88,8 @@ def heldout_anchor_precision(source: torch.Tensor, target: torch.Tensor, pairs: 
     if len(fit) == 0 or len(test) == 0:
         return out
     gold = {i: {int(t)} for i, t in enumerate(test[:, 1])}
-    for name, W in (("procrustes", procrustes(source, target, fit)), ("least_squares", least_squares(source, target, fit))):
+    for name, fit_map in (("procrustes", procrustes), ("least_squares", least_squares)):
+        W = fit_map(source, target, fit)
         out[f"{name}_precision_at_1"] = precision_at_1(source[test[:, 0]] @ W.T, target, gold, k)
     return out
 
