@@ -6,6 +6,8 @@ Budget (multilingual-e5-small, frozen embeddings, batch 32, checkpoint chosen on
 - zero-shot and translate-train: 1000 steps x 32; XeroAlign, FILTER, FILTER + self-teaching: 500 steps x 32 pairs
   (the same number of sentences: regime ``equal_sentences``); translate-test scores the zero-shot models;
 - translations: Apertium eng<->spa (es is the one target language of all four tasks with MT here);
+- FILTER without target labels (PAN-X, UD POS: jobs ``{panx,udpos}-filter[-self-teaching]-nolabels-es``): the
+  FILTER paper's NER/POS setting (lambda = 0; the student learns the translation's tags from the teacher only);
 - FILTER at equal steps: FILTER and FILTER + self-teaching at 1000 steps on MTOD es (``filter-equal-steps.json``);
 - reproduction: the zero-shot xSID benchmark (``xsid_zero_shot.py``) and the MTOD zero-shot rows of
   ``translation.json``, same configs and seeds, re-run on today's core against their committed rows
@@ -63,6 +65,12 @@ def job_spec(name: str) -> tuple[str, list[str], bool]:
         "filter-es": ["train.method=filter", *ES, *PAIRED],
         "filter-self-teaching-es": ["train.method=filter_self_teaching", *ES, *PAIRED,
                                     f"options.teacher={RUNS}/{task}-filter-es-seed{{seed}}"],
+        # the FILTER paper's setting for NER / POS, whose translations have no labels there: lambda = 0 for the
+        # teacher (source labels only) and for the student (source labels + KL to the teacher, weight 1 - lambda)
+        "filter-nolabels-es": ["train.method=filter", *ES, *PAIRED, "options.target_weight=0"],
+        "filter-self-teaching-nolabels-es": ["train.method=filter_self_teaching", *ES, *PAIRED,
+                                             "options.target_weight=0",
+                                             f"options.teacher={RUNS}/{task}-filter-nolabels-es-seed{{seed}}"],
     }[rest], True
 
 
@@ -111,6 +119,8 @@ def queue(seeds: list[int]) -> list[tuple[str, int]]:
     methods = ["filter-es", "filter-self-teaching-es", "translate-train-es", "xeroalign-es"]
     for seed in seeds:
         q += [(f"{t}-{m}", seed) for t in ("panx", "udpos") for m in methods]
+        q += [(f"{t}-{m}", seed) for t in ("panx", "udpos")
+              for m in ("filter-nolabels-es", "filter-self-teaching-nolabels-es")]
         q += [("mtod-filter-es-1000", seed), ("mtod-filter-self-teaching-es-1000", seed)]
         q += [(f"{t}-{m}", seed) for t in ("xnli", "pawsx") for m in methods]
     return q

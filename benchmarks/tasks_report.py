@@ -15,6 +15,9 @@ TASK_OF = {"xnli": "pair_classification", "pawsx": "pair_classification", "panx"
            "udpos": "token_classification"}
 METHODS = {"zero-shot": "zero_shot", "translate-train-es": "translate_train", "xeroalign-es": "xeroalign",
            "filter-es": "filter", "filter-self-teaching-es": "filter_self_teaching"}
+# job name -> (method, variant): the same methods with another setting, a column of their own
+VARIANTS = {"filter-nolabels-es": ("filter", "no_target_labels"),
+            "filter-self-teaching-nolabels-es": ("filter_self_teaching", "no_target_labels")}
 ORDER = ["zero_shot", "translate_train", "translate_test", "xeroalign", "filter", "filter_self_teaching"]
 NOTES = {
     "common": "multilingual-e5-small, frozen embeddings, batch 32, checkpoint chosen on the ENGLISH dev set "
@@ -25,7 +28,10 @@ NOTES = {
               "equal_sentences); translate_test scores the zero_shot models through Apertium spa->eng. "
               "Translations: Apertium eng<->spa. filter: m=1 local, k=5 fusion layers, lambda=1; "
               "filter_self_teaching: lambda=0.5, KL weight 0.5, teacher = the filter run of the same seed (its "
-              "cost excludes the teacher's). Mean and std over the seeds present (n_seeds in the .md tables).",
+              "cost excludes the teacher's). Variant no_target_labels (PAN-X, UD POS; the FILTER paper's setting for NER "
+              "and POS, whose translations carry no labels there): lambda=0 for the teacher filter (source labels "
+              "only, the translation is context) and for its student (source labels + the teacher's soft labels on "
+              "the translation, KL weight 1). Mean and std over the seeds present (n_seeds in the .md tables).",
     "panx": "PAN-X: the shared data has no target test sets: target-language DEV sets serve as test sets; the "
             "English dev set is cut in two: first half = selection set, second half = English test. Inputs "
             "longer than the encoder's 512 positions (PAN-X ja/zh dev) are predicted in word windows and joined "
@@ -40,7 +46,7 @@ NOTES = {
 }
 
 
-def _rows_of(results: dict, method: str, task: str, lr: str | None) -> list[dict]:
+def _rows_of(results: dict, method: str, task: str, lr: str | None, variant: str = "") -> list[dict]:
     ts = results.get("train_summary", {})
     out = []
     for lang, m in results["per_language"].items():
@@ -53,6 +59,8 @@ def _rows_of(results: dict, method: str, task: str, lr: str | None) -> list[dict
                "peak_rss_mb": round(ts.get("peak_rss_mb", 0)), "lr": lr}
         if "inputs_split" in m:
             row["inputs_split"] = m["inputs_split"]
+        if variant:
+            row["variant"] = variant
         out.append(row)
     return out
 
@@ -75,19 +83,28 @@ def _mean_std(values: list[float]) -> str:
     return f"{mean:.1f} ± {100 * statistics.stdev(values):.1f}" if len(values) > 1 else f"{mean:.1f}"
 
 
+def _column(row: dict) -> str:
+    return row["method"] + (f" ({row['variant']})" if row.get("variant") else "")
+
+
+def _sort_key(row: dict) -> tuple:
+    return ORDER.index(row["method"]), row.get("variant", ""), row["lang"] != "en", row["lang"], row["seed"]
+
+
 def _markdown(name: str, rows: list[dict], metrics: list[str], notes: str) -> str:
     main = metrics[0]
-    methods = [m for m in ORDER if any(r["method"] == m for r in rows)]
+    methods = list(dict.fromkeys(_column(r) for r in sorted(rows, key=lambda r: (r.get("variant", ""),
+                                                                                  ORDER.index(r["method"])))))
     langs = list(dict.fromkeys(r["lang"] for r in rows))
     lines = [f"# {name}", "", notes, "", f"{main} (mean ± std over seeds; n = seeds)", "",
              "| lang | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
     for lang in langs:
         cells = []
         for m in methods:
-            vals = [r[main] for r in rows if r["method"] == m and r["lang"] == lang]
+            vals = [r[main] for r in rows if _column(r) == m and r["lang"] == lang]
             cells.append(f"{_mean_std(vals)} (n={len(vals)})" if vals else "")
         lines.append(f"| {lang} | " + " | ".join(cells) + " |")
-    zs = [r for r in rows if r["method"] == "zero_shot"]
+    zs = [r for r in rows if _column(r) == "zero_shot"]
     targets = sorted({r["lang"] for r in zs} - {"en"})
     if zs and targets:
         per_seed = {}
@@ -115,7 +132,7 @@ def _header(name: str, notes: str) -> dict:
 def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: dict, metrics: list[str]) -> None:
     committed = committed_results(results_dir, name)
     rows = merge_rows(committed.get("rows", []), rows)
-    rows.sort(key=lambda r: (ORDER.index(r["method"]), r["lang"] != "en", r["lang"], r["seed"]))
+    rows.sort(key=_sort_key)
     if committed.get("rows") == rows and all(committed.get(k) == v for k, v in extra.items()):
         return  # nothing new: leave the file (and its timestamp and commit) as it is
     out = {**_header(name, notes), **extra, "rows": rows}
@@ -129,12 +146,13 @@ def collect(runs: Path, results_dir: Path) -> None:
         lr_sel = _lr_selection(runs, dataset) or committed_results(results_dir, dataset).get("lr_selection", [])
         for run in sorted(runs.glob(f"{dataset}-*-seed*")):
             key = run.name.split("-", 1)[1].rsplit("-seed", 1)[0]
-            if key not in METHODS or not (run / "results.json").exists():
+            if key not in {**METHODS, **VARIANTS} or not (run / "results.json").exists():
                 continue
             res = json.loads((run / "results.json").read_text())
             metrics = res["metrics"]
             lr = _lr_of(run)
-            rows += _rows_of(res, METHODS[key], task, lr)
+            method, variant = VARIANTS.get(key, (METHODS.get(key), ""))
+            rows += _rows_of(res, method, task, lr, variant)
             tt = run / "results-translate-test-es.json"
             if key == "zero-shot" and tt.exists():
                 rows += _rows_of({**json.loads(tt.read_text()), "train_summary": res["train_summary"]},
