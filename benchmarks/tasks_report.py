@@ -13,11 +13,12 @@ from jobqueue import committed_results, git_commit, merge_rows
 
 TASK_OF = {"xnli": "pair_classification", "pawsx": "pair_classification", "panx": "token_classification",
            "udpos": "token_classification"}
-METHODS = {"zero-shot": "zero_shot", "translate-train-es": "translate_train", "xeroalign-es": "xeroalign",
-           "filter-es": "filter", "filter-self-teaching-es": "filter_self_teaching"}
-# job name -> (method, variant): the same methods with another setting, a column of their own
-VARIANTS = {"filter-nolabels-es": ("filter", "no_target_labels"),
-            "filter-self-teaching-nolabels-es": ("filter_self_teaching", "no_target_labels")}
+# job name (less task and seed) -> (method, variant); a variant is a method with another setting, in a column of its own
+JOBS = {"zero-shot": ("zero_shot", ""), "translate-train-es": ("translate_train", ""),
+        "xeroalign-es": ("xeroalign", ""), "filter-es": ("filter", ""),
+        "filter-self-teaching-es": ("filter_self_teaching", ""),
+        "filter-nolabels-es": ("filter", "no_target_labels"),
+        "filter-self-teaching-nolabels-es": ("filter_self_teaching", "no_target_labels")}
 ORDER = ["zero_shot", "translate_train", "translate_test", "xeroalign", "filter", "filter_self_teaching"]
 NOTES = {
     "common": "multilingual-e5-small, frozen embeddings, batch 32, checkpoint chosen on the ENGLISH dev set "
@@ -91,10 +92,14 @@ def _sort_key(row: dict) -> tuple:
     return ORDER.index(row["method"]), row.get("variant", ""), row["lang"] != "en", row["lang"], row["seed"]
 
 
+def _column_order(row: dict) -> tuple:
+    """The plain methods first, then each variant's methods, each group in ``ORDER``."""
+    return row.get("variant", ""), ORDER.index(row["method"])
+
+
 def _markdown(name: str, rows: list[dict], metrics: list[str], notes: str) -> str:
     main = metrics[0]
-    methods = list(dict.fromkeys(_column(r) for r in sorted(rows, key=lambda r: (r.get("variant", ""),
-                                                                                  ORDER.index(r["method"])))))
+    methods = list(dict.fromkeys(_column(r) for r in sorted(rows, key=_column_order)))
     langs = list(dict.fromkeys(r["lang"] for r in rows))
     lines = [f"# {name}", "", notes, "", f"{main} (mean ± std over seeds; n = seeds)", "",
              "| lang | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
@@ -146,12 +151,12 @@ def collect(runs: Path, results_dir: Path) -> None:
         lr_sel = _lr_selection(runs, dataset) or committed_results(results_dir, dataset).get("lr_selection", [])
         for run in sorted(runs.glob(f"{dataset}-*-seed*")):
             key = run.name.split("-", 1)[1].rsplit("-seed", 1)[0]
-            if key not in {**METHODS, **VARIANTS} or not (run / "results.json").exists():
+            if key not in JOBS or not (run / "results.json").exists():
                 continue
             res = json.loads((run / "results.json").read_text())
             metrics = res["metrics"]
             lr = _lr_of(run)
-            method, variant = VARIANTS.get(key, (METHODS.get(key), ""))
+            method, variant = JOBS[key]
             rows += _rows_of(res, method, task, lr, variant)
             tt = run / "results-translate-test-es.json"
             if key == "zero-shot" and tt.exists():
