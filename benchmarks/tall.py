@@ -11,6 +11,12 @@ set; all 19 xSID test languages): method ``tall`` on each pre-trained model (see
 the TALL-pre-trained encoder alone (method zero_shot); the baseline is the shipped encoder with the same config and
 seeds (rows of ``results/xsid-zero-shot.json``).
 
+Translator (``translate-en-ja``, ``translate-en-de``): the pre-trained model as xlt's ``tall`` translation backend on
+in-domain text with human references — the English originals (``# text-en``) of the xSID test set of the target
+language and its human translations (``# text``), both directions: BLEU and sentences/s.  Apertium has neither pair
+here; for scale, Apertium eng->hbs (Serbian) on the xSID sr test set, same measures (another language: throughput,
+not quality, compares).
+
     python benchmarks/tall.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
     python benchmarks/tall.py --collect
 
@@ -55,10 +61,67 @@ def run_nlu(pair: str, variant: str, seed: int, data_dir: str) -> Path:
     return train_evaluate(cfg)
 
 
+def xsid_pairs(data_dir: str, lang: str) -> tuple[list[str], list[str]]:
+    """(English originals, human translations) of the xSID test set of ``lang``, from its comment lines.  xSID's
+    Japanese text has spaces between words; Japanese is written without them (and BLEU on it is by character)."""
+    from xlt.stages.translation_eval import CHARACTER_BLEU
+
+    en, tgt = [], []
+    for block in (Path(data_dir) / "xsid" / f"{lang}.test.conll").read_text(encoding="utf-8").split("\n\n"):
+        got = dict(line[2:].split(" = ", 1) for line in block.splitlines() if line.startswith("# ") and " = " in line)
+        if got.get("text") and got.get("text-en"):
+            en.append(got["text-en"].strip())
+            tgt.append("".join(got["text"].split()) if lang in CHARACTER_BLEU else got["text"].strip())
+    return en, tgt
+
+
+def measure_translator(translator, name: str, en: list[str], tgt: list[str], lang: str) -> list[dict]:
+    """BLEU against the human side and sentences/s, en->lang and lang->en (no cache: the timing is the backend's)."""
+    import time
+
+    from xlt.stages.translation_eval import bleu
+
+    rows = []
+    for src, dst, texts, refs in (("en", lang, en, tgt), (lang, "en", tgt, en)):
+        start = time.perf_counter()
+        out = translator.translate(texts, src, dst)
+        seconds = time.perf_counter() - start
+        rows.append({"method": "translator", "translator": name, "dataset": "xsid-test", "lang": f"{src}-{dst}",
+                     "seed": 1, "bleu": round(bleu(out, refs, dst), 2), "sentences": len(texts),
+                     "seconds": round(seconds, 2), "sentences_per_second": round(len(texts) / seconds, 1),
+                     "identical_rate": round(sum(o == t for o, t in zip(out, texts)) / len(texts), 3),
+                     "samples": [f"{t} → {o} (ref: {r})" for t, o, r in list(zip(texts, out, refs))[:4]]})
+    return rows
+
+
+def run_translate(pair: str, data_dir: str) -> None:
+    import json
+
+    import torch
+
+    from xlt.translate import get_translator
+
+    torch.set_num_threads(2)
+    stage = RUNS / pretrain_name(pair, "none")
+    if not (stage / "results.json").exists():
+        raise SystemExit(f"{stage}: pre-train first (job pretrain-{pair})")
+    lang = pair.split("-")[1]
+    rows = measure_translator(get_translator("tall", model=str(stage)), f"tall {pair}", *xsid_pairs(data_dir, lang),
+                              lang)
+    try:  # once, with the first pair
+        rows += [] if pair != "en-ja" else measure_translator(get_translator("apertium"), "apertium", *xsid_pairs(data_dir, "sr"), "sr")
+    except Exception as err:  # noqa: BLE001 - Apertium is only the point of comparison
+        print(f"apertium en-sr not measured: {err}")
+    (stage / "xsid_translation.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
+    for r in rows:
+        print(f"{r['translator']:14} {r['lang']:6} BLEU {r['bleu']:6.2f}  {r['sentences_per_second']:7.1f} sent/s")
+
+
 def queue(seeds: list[int]) -> list[tuple[str, int]]:
     """The main comparison first (en-ja, then en-de), then the en-ja ablations."""
     q = [("pretrain-en-ja", 1)] + [("nlu-en-ja-none", s) for s in seeds]
     q += [("pretrain-en-de", 1)] + [("nlu-en-de-none", s) for s in seeds]
+    q += [("translate-en-ja", 1), ("translate-en-de", 1)]
     q += [("nlu-en-ja-encoder_only", s) for s in seeds]
     for variant in ABLATIONS:
         q += [(f"pretrain-en-ja-{variant}", 1)] + [(f"nlu-en-ja-{variant}", s) for s in seeds]
@@ -70,13 +133,15 @@ def run_job(job: str, seed: int, data_dir: str) -> None:
     pair, variant = rest[:5], rest[6:] or "none"
     if kind == "pretrain":
         run_pretrain(pair, variant, data_dir)
+    elif kind == "translate":
+        run_translate(pair, data_dir)
     else:
         run_nlu(pair, variant, seed, data_dir)
 
 
 def main() -> None:
     queue_main(__doc__, __file__, "tall_report", run_job, queue,
-               "job names (pretrain-en-ja: seed 1; nlu-en-ja-none: every seed)",
+               "job names (pretrain-en-ja, translate-en-ja: seed 1; nlu-en-ja-none: every seed)",
                seeds_of=lambda job, seeds: seeds if job.startswith("nlu") else [1])
 
 
