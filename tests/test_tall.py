@@ -8,7 +8,7 @@ import torch
 from xlt import zoo
 from xlt.config import find_config, load_stage_config
 from xlt.losses.seq2seq import BackTranslation, DenoisingAutoEncoder, add_noise, sentences_from_generation
-from xlt.models.decoder import DecoderSettings, TiedDecoder, greedy_decode
+from xlt.models.decoder import DecoderSettings, TiedDecoder, greedy_decode, init_from_encoder
 from xlt.stages import run_stage
 
 EN = ["set an alarm for the morning", "play music in berlin", "remind me to call mom tomorrow",
@@ -60,6 +60,52 @@ def test_decoder_shapes_causal_mask_and_shared_embeddings():
     assert logits.shape == (2, 5, 50)
     logits.sum().backward()
     assert emb.weight.grad is not None and emb.weight.grad.abs().sum() > 0
+
+
+def test_decoder_starts_from_the_encoder_layers(xlt_home):
+    """decoder_init=encoder (XLM's recipe): layer i's self-attention, feed-forward and LayerNorms are encoder layer
+    i's, positions are the encoder's (+ token type 0); the cross-attention stays new; a decoder whose heads differ
+    from the encoder's is refused."""
+    from xlt.errors import ConfigError
+
+    encoder, _, _ = zoo.load_encoder("tiny-random")
+    c = encoder.config
+    dec = TiedDecoder(c.hidden_size, 50, DecoderSettings(layers=2, heads=c.num_attention_heads,
+                                                         ffn=c.intermediate_size, max_positions=20))
+    cross_before = dec.layers.layers[0].multihead_attn.in_proj_weight.clone()
+    init_from_encoder(dec, encoder)
+    for mine, theirs in zip(dec.layers.layers, encoder.encoder.layer):
+        q, k, v = mine.self_attn.in_proj_weight.chunk(3)
+        assert torch.equal(q, theirs.attention.self.query.weight) and torch.equal(v, theirs.attention.self.value.weight)
+        assert torch.equal(k, theirs.attention.self.key.weight)
+        assert torch.equal(mine.self_attn.in_proj_bias[:c.hidden_size], theirs.attention.self.query.bias)
+        assert torch.equal(mine.linear1.weight, theirs.intermediate.dense.weight)
+        assert torch.equal(mine.linear2.bias, theirs.output.dense.bias)
+        assert torch.equal(mine.norm3.weight, theirs.output.LayerNorm.weight)
+    emb = encoder.embeddings
+    assert torch.allclose(dec.positions.weight[:20], emb.position_embeddings.weight[:20]
+                          + emb.token_type_embeddings.weight[0])
+    assert torch.equal(dec.layers.layers[0].multihead_attn.in_proj_weight, cross_before)
+    wrong = TiedDecoder(c.hidden_size, 50, DecoderSettings(layers=2, heads=c.num_attention_heads * 2,
+                                                           ffn=c.intermediate_size))
+    with pytest.raises(ConfigError, match="heads"):
+        init_from_encoder(wrong, encoder)
+
+
+def test_centered_memory_keeps_the_mean_apart_and_ignores_padding():
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(50, 32)
+    dec = TiedDecoder(32, 50, DecoderSettings(layers=2, heads=2, ffn=64, dropout=0.0, max_positions=20,
+                                              memory="centered")).eval()
+    states, mask = torch.randn(2, 4, 32), torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
+    mem, mem_mask = dec.memory(states, mask)
+    assert mem.shape == (2, 5, 32) and mem_mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
+    assert torch.allclose(mem[1, 0], states[1, :2].mean(0)) and torch.allclose(mem[1, 1], states[1, 0] - mem[1, 0])
+    assert torch.allclose(mem[0, 1:].sum(0), torch.zeros(32), atol=1e-5)  # the token slots are centred
+    tokens, lang = torch.tensor([[5, 6, 7], [8, 9, 10]]), torch.tensor([0, 1])
+    padded = states.clone()
+    padded[1, 2:] = 100.0  # what stands in padded positions must not matter
+    assert torch.allclose(dec(emb, lang, tokens, states, mask), dec(emb, lang, tokens, padded, mask), atol=1e-5)
 
 
 def test_greedy_decode_stays_in_allowed_tokens_and_stops():
@@ -139,6 +185,15 @@ def test_tall_stage_end_to_end(pair_corpus, tmp_path, xlt_home):
     encoder, _, _ = zoo.load_encoder(str(out))
     dec = TiedDecoder.load(out, encoder.config.hidden_size)
     assert dec.bias.shape[0] == encoder.get_input_embeddings().weight.shape[0]  # full vocabulary again
+
+
+def test_tall_stage_with_a_decoder_from_the_encoder_reading_centered_states(pair_corpus, tmp_path, xlt_home):
+    cfg = tall_cfg(pair_corpus, tmp_path, "options.decoder_init=encoder", "options.decoder_memory=centered",
+                   "phases.1.steps=1", "phases.1.eval_every=1")
+    out = run_stage(cfg)
+    assert json.loads((out / "decoder.json").read_text())["memory"] == "centered"
+    encoder, _, _ = zoo.load_encoder(str(out))
+    assert TiedDecoder.load(out, encoder.config.hidden_size).settings.memory == "centered"
 
 
 def test_tall_needs_both_languages_named(pair_corpus, tmp_path, xlt_home):

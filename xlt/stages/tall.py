@@ -27,7 +27,7 @@ from xlt.core.batching import length_bucketed_batches, pad_ids
 from xlt.core.vocab import token_id
 from xlt.errors import ConfigError
 from xlt.losses.seq2seq import BackTranslation, DenoisingAutoEncoder, add_noise
-from xlt.models.decoder import DecoderSettings, TiedDecoder
+from xlt.models.decoder import DecoderSettings, TiedDecoder, init_from_encoder
 from xlt.stages import PretrainModel, Stage
 from xlt.stages.translation_eval import TranslationEval, read_lines
 
@@ -38,6 +38,10 @@ class TallOptions:
     decoder_layers: int = 2
     decoder_heads: int = 6
     decoder_ffn: int = 1536
+    # "random": all new; "encoder": self-attention and feed-forward layers from the encoder's first layers (XLM's
+    # recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
+    decoder_init: str = "random"
+    decoder_memory: str = "raw"  # "raw" or "centered": what cross-attention reads (TiedDecoder.memory)
     decoder_dropout: float = 0.1
     max_decode_length: int = 64  # generated tokens at most (back-translation and evaluation)
     word_dropout: float = 0.1  # DAE noise (Lample et al. 2018b: 0.1, shuffle window 3)
@@ -94,8 +98,16 @@ class Tall(Stage):
         o, c = self.options, encoder.config
         settings = DecoderSettings(o.decoder_layers, o.decoder_heads, o.decoder_ffn, o.decoder_dropout,
                                    # as many positions as the encoder: fine-tuning reads whole utterances
-                                   max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages))
-        return {"decoder": TiedDecoder(c.hidden_size, self.vocab, settings, c.layer_norm_eps)}
+                                   max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages),
+                                   o.decoder_memory)
+        if o.decoder_memory not in ("raw", "centered"):
+            raise ConfigError(f"options.decoder_memory must be 'raw' or 'centered', not {o.decoder_memory!r}")
+        decoder = TiedDecoder(c.hidden_size, self.vocab, settings, c.layer_norm_eps)
+        if o.decoder_init == "encoder":
+            init_from_encoder(decoder, encoder)
+        elif o.decoder_init != "random":
+            raise ConfigError(f"options.decoder_init must be 'encoder' or 'random', not {o.decoder_init!r}")
+        return {"decoder": decoder}
 
     def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
         return {"dae": DenoisingAutoEncoder(self.pad),
