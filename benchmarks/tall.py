@@ -2,7 +2,7 @@
 en-ja (distant) and en-de (similar), then BART-style NLU fine-tuning, against the encoder fine-tuned alone.
 
 Pre-training (``xlt pretrain``, shipped configs ``pretrain-tall-en-ja`` / ``pretrain-tall-en-de``, seed 1): DAE
-warm-up then DAE + on-the-fly back-translation on monolingual text only; round-trip BLEU on held-out lines of each
+warm-up of the decoder (encoder frozen) then DAE + on-the-fly back-translation (everything trains) on monolingual text only; round-trip BLEU on held-out lines of each
 language and BLEU against the Tatoeba references after every evaluation (learning curves).  Ablations on en-ja, same
 steps: ``dae_only`` (no back-translation) and ``bt_only`` (no denoising, also in the first phase).
 
