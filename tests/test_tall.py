@@ -92,22 +92,6 @@ def test_decoder_starts_from_the_encoder_layers(xlt_home):
         init_from_encoder(wrong, encoder)
 
 
-def test_centered_memory_keeps_the_mean_apart_and_ignores_padding():
-    torch.manual_seed(0)
-    emb = torch.nn.Embedding(50, 32)
-    dec = TiedDecoder(32, 50, DecoderSettings(layers=2, heads=2, ffn=64, dropout=0.0, max_positions=20,
-                                              memory="centered")).eval()
-    states, mask = torch.randn(2, 4, 32), torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])
-    mem, mem_mask = dec.memory(states, mask)
-    assert mem.shape == (2, 5, 32) and mem_mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
-    assert torch.allclose(mem[1, 0], states[1, :2].mean(0)) and torch.allclose(mem[1, 1], states[1, 0] - mem[1, 0])
-    assert torch.allclose(mem[0, 1:].sum(0), torch.zeros(32), atol=1e-5)  # the token slots are centred
-    tokens, lang = torch.tensor([[5, 6, 7], [8, 9, 10]]), torch.tensor([0, 1])
-    padded = states.clone()
-    padded[1, 2:] = 100.0  # what stands in padded positions must not matter
-    assert torch.allclose(dec(emb, lang, tokens, states, mask), dec(emb, lang, tokens, padded, mask), atol=1e-5)
-
-
 def test_greedy_decode_stays_in_allowed_tokens_and_stops():
     emb, dec = tiny_decoder()
     memory, mask = torch.randn(3, 4, 32), torch.ones(3, 4, dtype=torch.long)
@@ -187,13 +171,15 @@ def test_tall_stage_end_to_end(pair_corpus, tmp_path, xlt_home):
     assert dec.bias.shape[0] == encoder.get_input_embeddings().weight.shape[0]  # full vocabulary again
 
 
-def test_tall_stage_with_a_decoder_from_the_encoder_reading_centered_states(pair_corpus, tmp_path, xlt_home):
-    cfg = tall_cfg(pair_corpus, tmp_path, "options.decoder_init=encoder", "options.decoder_memory=centered",
-                   "phases.1.steps=1", "phases.1.eval_every=1")
+def test_tall_stage_with_a_decoder_from_the_encoder(pair_corpus, tmp_path, xlt_home):
+    from xlt.errors import ConfigError
+
+    cfg = tall_cfg(pair_corpus, tmp_path, "options.decoder_init=encoder", "phases.1.steps=1", "phases.1.eval_every=1")
     out = run_stage(cfg)
-    assert json.loads((out / "decoder.json").read_text())["memory"] == "centered"
     encoder, _, _ = zoo.load_encoder(str(out))
-    assert TiedDecoder.load(out, encoder.config.hidden_size).settings.memory == "centered"
+    assert TiedDecoder.load(out, encoder.config.hidden_size).settings.heads == encoder.config.num_attention_heads
+    with pytest.raises(ConfigError, match="decoder_init"):
+        run_stage(tall_cfg(pair_corpus, tmp_path, "name=bad", "options.decoder_init=copy"))
 
 
 def test_tall_needs_both_languages_named(pair_corpus, tmp_path, xlt_home):

@@ -41,7 +41,6 @@ class TallOptions:
     # "random": all new; "encoder": self-attention and feed-forward layers from the encoder's first layers (XLM's
     # recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
     decoder_init: str = "random"
-    decoder_memory: str = "raw"  # "raw" or "centered": what cross-attention reads (TiedDecoder.memory)
     decoder_dropout: float = 0.1
     max_decode_length: int = 64  # generated tokens at most (back-translation and evaluation)
     word_dropout: float = 0.1  # DAE noise (Lample et al. 2018b: 0.1, shuffle window 3)
@@ -98,10 +97,7 @@ class Tall(Stage):
         o, c = self.options, encoder.config
         settings = DecoderSettings(o.decoder_layers, o.decoder_heads, o.decoder_ffn, o.decoder_dropout,
                                    # as many positions as the encoder: fine-tuning reads whole utterances
-                                   max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages),
-                                   o.decoder_memory)
-        if o.decoder_memory not in ("raw", "centered"):
-            raise ConfigError(f"options.decoder_memory must be 'raw' or 'centered', not {o.decoder_memory!r}")
+                                   max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages))
         decoder = TiedDecoder(c.hidden_size, self.vocab, settings, c.layer_norm_eps)
         if o.decoder_init == "encoder":
             init_from_encoder(decoder, encoder)
