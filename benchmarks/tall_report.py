@@ -91,8 +91,9 @@ def collect(runs: Path, results_dir: Path) -> None:
     commit = git_commit()
     notes = ("TALL pre-training (shipped configs pretrain-tall-en-ja / -en-de): multilingual-e5-small + a 2-layer "
              "decoder (6 heads, FFN 1536, hidden 384) sharing and tied to the encoder's embeddings, language tokens "
-             "on the decoder side, randomly initialised; phase dae (600 steps, DAE only, encoder frozen, lr 1e-3) then "
-             "dae-bt (1600 steps, a DAE and a BT batch in turn, everything trains, lr 1e-4) at batch 32; corpora: mono/{lang} (man pages, gettext, fortunes) + xSID English train "
+             "on the decoder side, randomly initialised; phase dae (600 steps, DAE only, encoder frozen, lr 1e-3) "
+             "then dae-bt (1600 steps, a DAE and a BT batch in turn, everything trains, lr 1e-4) at batch 32; "
+             "corpora: mono/{lang} (man pages, gettext, fortunes) + xSID English train "
              "TEXT (labels unused); generation restricted to the output language's corpus tokens. BLEU: sacreBLEU "
              "(char tokenization for ja), reference BLEU on the first 200 Tatoeba pairs, round-trip BLEU on 100 "
              "held-out corpus lines per language; the exported model is the last step. Ablations (en-ja, same "

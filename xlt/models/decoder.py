@@ -87,7 +87,7 @@ class TiedDecoder(nn.Module):
         from safetensors.torch import load_file
 
         meta = json.loads((folder / "decoder.json").read_text())
-        settings = DecoderSettings(**{k: meta[k] for k in DecoderSettings.__dataclass_fields__ if k in meta})
+        settings = DecoderSettings(**{k: meta[k] for k in DecoderSettings.__dataclass_fields__})
         state = load_file(str(folder / "decoder.safetensors"))
         decoder = cls(hidden, state["bias"].numel(), settings, layer_norm_eps)
         decoder.load_state_dict(state)
@@ -137,7 +137,7 @@ def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
     layers = getattr(getattr(encoder, "encoder", None), "layer", None)
     if layers is None or not hasattr(encoder, "embeddings"):
         raise ConfigError(f"decoder_init=encoder needs a BERT-style encoder ({type(encoder).__name__} is not)")
-    if (s.heads, s.ffn, s.layers) != (c.num_attention_heads, c.intermediate_size, min(s.layers, len(layers))):
+    if s.heads != c.num_attention_heads or s.ffn != c.intermediate_size or s.layers > len(layers):
         raise ConfigError(f"decoder_init=encoder: the decoder must have the encoder's heads ({c.num_attention_heads})"
                           f" and feed-forward size ({c.intermediate_size}) and at most its {len(layers)} layers; "
                           f"got heads {s.heads}, ffn {s.ffn}, layers {s.layers}")

@@ -73,6 +73,8 @@ class Tall(Stage):
         o = self.options
         if len(o.languages) != 2 or len(set(o.languages)) != 2:
             raise ConfigError(f"options.languages: TALL needs a pair of two languages, got {o.languages}")
+        if o.decoder_init not in ("random", "encoder"):
+            raise ConfigError(f"options.decoder_init must be 'encoder' or 'random', not {o.decoder_init!r}")
         missing = [lang for lang in o.languages if lang not in corpus.train_langs]
         if missing or "" in corpus.train_langs:
             raise ConfigError(f"corpus.langs must name the files of each language of the pair {o.languages} (and "
@@ -101,8 +103,6 @@ class Tall(Stage):
         decoder = TiedDecoder(c.hidden_size, self.vocab, settings, c.layer_norm_eps)
         if o.decoder_init == "encoder":
             init_from_encoder(decoder, encoder)
-        elif o.decoder_init != "random":
-            raise ConfigError(f"options.decoder_init must be 'encoder' or 'random', not {o.decoder_init!r}")
         return {"decoder": decoder}
 
     def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
