@@ -99,7 +99,8 @@ def pretrain(cfg) -> Path:
     return cfg.run_dir
 
 
-IDENTITY = ("method", "dataset", "variant", "pair", "phase", "step", "lang", "seed", "regime")
+IDENTITY = ("method", "dataset", "variant", "pair", "phase", "step", "lang", "seed", "regime", "translator", "model",
+            "states")
 
 
 def merge_rows(committed: list[dict], fresh: list[dict], identity: tuple[str, ...] = IDENTITY) -> list[dict]:

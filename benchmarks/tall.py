@@ -18,6 +18,9 @@ language and its human translations (``# text``), both directions: BLEU and sent
 here; for scale, Apertium eng->hbs (Serbian) on the xSID sr test set, same measures (another language: throughput,
 not quality, compares).
 
+Probe (``probe-en-ja``, ``probe-en-de``; ``tall_probe.py``): how alike the encoder's and the decoder's states are for
+an xSID test utterance and its translation (retrieval top-1, cosines), before and after NLU fine-tuning.
+
     python benchmarks/tall.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
     python benchmarks/tall.py --collect
 
@@ -62,9 +65,10 @@ def run_nlu(pair: str, variant: str, seed: int, data_dir: str) -> Path:
     return train_evaluate(cfg)
 
 
-def xsid_pairs(data_dir: str, lang: str) -> tuple[list[str], list[str]]:
+def xsid_pairs(data_dir: str, lang: str, as_tokenized: bool = False) -> tuple[list[str], list[str]]:
     """(English originals, human translations) of the xSID test set of ``lang``, from its comment lines.  xSID's
-    Japanese text has spaces between words; Japanese is written without them (and BLEU on it is by character)."""
+    Japanese text has spaces between words; Japanese is written without them (and BLEU on it is by character), so
+    they are removed unless ``as_tokenized`` (the words the NLU model reads)."""
     from xlt.stages.translation_eval import CHARACTER_BLEU
 
     en, tgt = [], []
@@ -72,7 +76,8 @@ def xsid_pairs(data_dir: str, lang: str) -> tuple[list[str], list[str]]:
         got = dict(line[2:].split(" = ", 1) for line in block.splitlines() if line.startswith("# ") and " = " in line)
         if got.get("text") and got.get("text-en"):
             en.append(got["text-en"].strip())
-            tgt.append("".join(got["text"].split()) if lang in CHARACTER_BLEU else got["text"].strip())
+            joined = lang in CHARACTER_BLEU and not as_tokenized
+            tgt.append("".join(got["text"].split()) if joined else got["text"].strip())
     return en, tgt
 
 
@@ -119,11 +124,23 @@ def run_translate(pair: str, data_dir: str) -> None:
         print(f"{r['translator']:14} {r['lang']:6} BLEU {r['bleu']:6.2f}  {r['sentences_per_second']:7.1f} sent/s")
 
 
+def run_probe(pair: str, data_dir: str) -> None:
+    import json
+
+    from tall_probe import probe
+
+    stage = RUNS / pretrain_name(pair, "none")
+    if not (stage / "results.json").exists():
+        raise SystemExit(f"{stage}: pre-train first (job pretrain-{pair})")
+    rows = probe(pair, data_dir, stage, RUNS / f"xsid-tall-{pair}-none-seed1")
+    (stage / "probe.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
 def queue(seeds: list[int]) -> list[tuple[str, int]]:
     """The main comparison first (en-ja, then en-de), then the en-ja ablations."""
     q = [("pretrain-en-ja", 1)] + [("nlu-en-ja-none", s) for s in seeds]
     q += [("pretrain-en-de", 1)] + [("nlu-en-de-none", s) for s in seeds]
-    q += [("translate-en-ja", 1), ("translate-en-de", 1)]
+    q += [("translate-en-ja", 1), ("translate-en-de", 1), ("probe-en-ja", 1), ("probe-en-de", 1)]
     q += [("nlu-en-ja-encoder_only", s) for s in seeds]
     for variant in ABLATIONS:
         q += [(f"pretrain-en-ja-{variant}", 1)] + [(f"nlu-en-ja-{variant}", s) for s in seeds]
@@ -137,6 +154,8 @@ def run_job(job: str, seed: int, data_dir: str) -> None:
         run_pretrain(pair, variant, data_dir)
     elif kind == "translate":
         run_translate(pair, data_dir)
+    elif kind == "probe":
+        run_probe(pair, data_dir)
     else:
         run_nlu(pair, variant, seed, data_dir)
 

@@ -75,8 +75,9 @@ def collect(runs: Path, results_dir: Path) -> None:
                 got, curve = _pretrain_rows(run, pair, variant)
                 rows += got
                 curves += curve
-            if (run / "xsid_translation.json").exists():
-                rows += json.loads((run / "xsid_translation.json").read_text())
+            for extra in ("xsid_translation.json", "probe.json"):
+                if (run / extra).exists():
+                    rows += json.loads((run / extra).read_text())
         for variant in VARIANTS:
             for run in sorted(runs.glob(f"xsid-tall-{pair}-{variant}-seed*")):
                 if (run / "results.json").exists():
@@ -131,6 +132,16 @@ def markdown(out: dict) -> str:
                   f"{100 * r['identical_rate']:.0f} % | {r['sentences_per_second']} |" for r in trans]
         lines += ["", "Apertium has no en-ja or en-de here: its en-sr row (another language) shows the throughput of "
                   "a rule-based system on the same kind of sentences, not comparable quality."]
+    probes = [r for r in rows if r["method"] == "probe"]
+    if probes:
+        lines += ["", "## Probe: are the states of an xSID test utterance and its translation alike?", "",
+                  "Mean-pooled states; retrieval top-1 among all test utterances (both directions averaged), mean "
+                  "cosine of true pairs vs other pairs (benchmarks/tall_probe.py).", "",
+                  "| pair | model | states | sentences | retrieval top-1 | pair cosine | other cosine |",
+                  "|---" * 7 + "|"]
+        lines += [f"| {r['pair']} | {r['model']} | {r['states']} | {r['sentences']} | "
+                  f"{100 * r['retrieval_top1']:.1f} % | {r['pair_cosine']:.3f} | {r['random_cosine']:.3f} |"
+                  for r in probes]
     nlu = [r for r in rows if r["method"] in ("tall", "zero_shot")]
     for pair, target in (("en-ja", "ja"), ("en-de", "de")):
         base = [r for r in nlu if r["method"] == "zero_shot" and r["lang"] == target]
