@@ -236,3 +236,19 @@ def test_tall_stage_kill_and_resume_is_exact(pair_corpus, tmp_path, xlt_home):
     for name in ("model.safetensors", "decoder.safetensors"):
         a, b = load_file(str(straight / name)), load_file(str(resumed / name))
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), name
+
+
+def test_a_tall_run_translates_for_translate_test_from_the_cli(pair_corpus, tmp_path, tiny_cfg):
+    """README's `xlt eval RUN --as translate_test translation.translator=tall translation.tall_model=TALL_RUN`: an
+    English-trained run scores Japanese through the TALL run's ja->en translations."""
+    from xlt.cli import main as cli_main
+    from xlt.train import train
+
+    stage = tall_cfg(pair_corpus, tmp_path, "options.max_decode_length=20")
+    run_stage(stage)
+    run_dir = train(tiny_cfg("train.max_steps=2"))
+    cli_main(["eval", str(run_dir), "translation.translator=tall", f"translation.tall_model={stage.run_dir}",
+              "translation.extra_parallel=[]", "--langs", "ja", "--as", "translate_test", "--tag", "tall"])
+    got = json.loads((run_dir / "results-tall.json").read_text())
+    assert json.dumps(got["test_time"]["ja"]).count('"backend": "tall:') == 1
+    assert 0.0 <= got["per_language"]["ja"]["intent_acc"] <= 1.0
