@@ -26,23 +26,21 @@ def pooled_states(encoder, decoder, tokenizer, texts: list[str], lang: int, batc
     """(N, H) mean-pooled encoder states and (N, H) decoder states (None without a decoder)."""
     from xlt.core.batching import pad_ids
     from xlt.core.vocab import token_id
+    from xlt.models import pool
+    from xlt.models.encoder_decoder import decoder_states
 
     pad = token_id(tokenizer, "<pad>")
     enc, dec = [], []
     for i in range(0, len(texts), batch):
         encoded = [e.ids[:128] for e in tokenizer.encode_batch(texts[i:i + batch])]  # <s> … </s> (post-processor)
         ids, mask = pad_ids(encoded, pad)
-        memory = encoder(input_ids=ids, attention_mask=mask).last_hidden_state  # (B, S, H)
-        m = mask.unsqueeze(-1).float()
-        enc.append((memory * m).sum(1) / m.sum(1))
-        if decoder is not None:
-            langs = torch.full((ids.shape[0],), lang, dtype=torch.long)
-            hidden = decoder(encoder.get_input_embeddings(), langs, ids[:, 1:], memory, mask,
-                             token_mask=mask[:, 1:])  # (B, S, H), position 0 = the language token
-            pool = mask.clone()
-            pool[torch.arange(ids.shape[0]), mask.sum(1) - 1] = 0  # not </s>, as the intent head
-            p = pool.unsqueeze(-1).float()
-            dec.append((hidden * p).sum(1) / p.sum(1))
+        if decoder is None:
+            enc.append(pool(encoder(input_ids=ids, attention_mask=mask).last_hidden_state, mask, "mean"))
+            continue
+        langs = torch.full((ids.shape[0],), lang, dtype=torch.long)
+        memory, hidden, pool_mask = decoder_states(encoder, decoder, ids, mask, langs)  # pooled as the intent head
+        enc.append(pool(memory, mask, "mean"))
+        dec.append(pool(hidden, pool_mask, "mean"))
     return torch.cat(enc), (torch.cat(dec) if dec else None)
 
 

@@ -239,7 +239,7 @@ def test_tall_stage_kill_and_resume_is_exact(pair_corpus, tmp_path, xlt_home):
 
 
 def test_a_tall_run_translates_for_translate_test_from_the_cli(pair_corpus, tmp_path, tiny_cfg):
-    """README's `xlt eval RUN --as translate_test translation.translator=tall translation.tall_model=TALL_RUN`: an
+    """README's `xlt eval RUN translation.translator=tall translation.tall_model=TALL_RUN --as translate_test`: an
     English-trained run scores Japanese through the TALL run's ja->en translations."""
     from xlt.cli import main as cli_main
     from xlt.train import train

@@ -27,13 +27,19 @@ class EncoderDecoderTaskModel(nn.Module):
 
     def forward(self, batch: dict) -> dict[str, torch.Tensor]:
         ids, mask = batch["input_ids"], batch["attention_mask"]
-        memory = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
         lang = batch.get("language")  # (B,) per-row language indices (serving); else every row in self.language
         if lang is None:
             lang = torch.full((ids.shape[0],), self.language, dtype=torch.long, device=ids.device)
-        hidden = self.decoder(self.encoder.get_input_embeddings(), lang, ids[:, 1:], memory, mask,
-                              token_mask=mask[:, 1:])  # (B, T, H): position 0 = the language token
-        last = mask.sum(1) - 1  # position of each row's </s>
-        pool_mask = mask.clone()
-        pool_mask[torch.arange(ids.shape[0], device=ids.device), last] = 0
+        _, hidden, pool_mask = decoder_states(self.encoder, self.decoder, ids, mask, lang)
         return {"hidden": hidden, **self.heads(hidden, pool_mask)}
+
+
+def decoder_states(encoder: nn.Module, decoder: TiedDecoder, ids: torch.Tensor, mask: torch.Tensor,
+                   lang: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(B, T) ids and mask, (B,) language indices -> encoder states (B, T, H), decoder states (B, T, H) aligned with
+    them (position 0 = the language token) and the (B, T) pooling mask: ``mask`` without each row's ``</s>``."""
+    memory = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+    hidden = decoder(encoder.get_input_embeddings(), lang, ids[:, 1:], memory, mask, token_mask=mask[:, 1:])
+    pool_mask = mask.clone()
+    pool_mask[torch.arange(ids.shape[0], device=ids.device), mask.sum(1) - 1] = 0  # each row's </s>
+    return memory, hidden, pool_mask
