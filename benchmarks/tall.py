@@ -29,6 +29,7 @@ Jobs run one at a time, each in its own process, resumable; the results are rewr
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from jobqueue import RUNS, pretrain, queue_main, train_evaluate
@@ -101,8 +102,6 @@ def measure_translator(translator, name: str, en: list[str], tgt: list[str], lan
 
 
 def run_translate(pair: str, data_dir: str) -> None:
-    import json
-
     import torch
 
     from xlt.translate import get_translator
@@ -125,8 +124,6 @@ def run_translate(pair: str, data_dir: str) -> None:
 
 
 def run_probe(pair: str, data_dir: str) -> None:
-    import json
-
     from tall_probe import probe
 
     stage = RUNS / pretrain_name(pair, "none")
