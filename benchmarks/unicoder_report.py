@@ -45,6 +45,9 @@ def _pretrain_rows(run: Path, variant: str) -> list[dict]:
     rows[-1]["data"] = {"monolingual_files": [{k: f[k] for k in ("file", "train_sequences", "train_tokens")}
                                               for f in res["corpus"]["files"]],
                         "pairs_per_language": data.get("parallel", {}).get("pairs_per_language"),
+                        "parallel_files": [{k: f.get(k) for k in ("file", "lang", "train_pairs", "heldout_pairs",
+                                                                   "train_tokens")}
+                                           for f in data.get("parallel", {}).get("files", [])],
                         "documents": data.get("documents"),
                         "paraphrase_negatives": data.get("paraphrase_negatives")}
     return rows
@@ -102,40 +105,92 @@ def collect(runs: Path, results_dir: Path) -> None:
     (results_dir / "unicoder.md").write_text(markdown(out))
 
 
+def _data_lines(pre: list[dict]) -> list[str]:
+    """What the pre-training read (the same corpora for every variant) and the paraphrase task's negatives."""
+    import re
+
+    with_data = [r for r in pre if r.get("data")]
+    if not with_data:
+        return []
+    data = with_data[0]["data"]
+    mono: dict[str, list[int]] = {}
+    for f in data["monolingual_files"]:
+        lang = m.group(1) if (m := re.search(r"/mono/([^/]+)/", f["file"])) else "?"
+        mono.setdefault(lang, [0, 0])
+        mono[lang][0] += f["train_sequences"]
+        mono[lang][1] += f["train_tokens"]
+    pairs: dict[str, list[int]] = {}
+    for f in data.get("parallel_files") or []:
+        pairs.setdefault(f["lang"], [0, 0])
+        pairs[f["lang"]][0] += f["train_pairs"]
+        pairs[f["lang"]][1] += f["train_tokens"]
+    if not pairs:
+        pairs = {k: [v, None] for k, v in (data.get("pairs_per_language") or {}).items()}
+    lines = ["## Data available to the pre-training (training split; held-out lines excluded)", "",
+             "| lang | monolingual sentences | monolingual sub-tokens | translation pairs with en | pair sub-tokens |",
+             "|---|---|---|---|---|"]
+    for lang in sorted(set(mono) | set(pairs), key=lambda x: (x != "en", x)):
+        m, p = mono.get(lang, [0, 0]), pairs.get(lang, [0, 0])
+        lines.append(f"| {lang} | {m[0]:,} | {m[1]:,} | {p[0]:,} | " + (f"{p[1]:,}" if p[1] is not None else "–")
+                     + " |")
+    lines += ["", f"Code-switched documents (Bible chapters' verses alternating languages): {data.get('documents')}."
+              " Sentences each variant actually trained on: `train_sentences` of its pretrain rows "
+              "(1800 batches of 32 shared by its tasks in turn).", ""]
+    negatives = [(r["variant"], r["data"]["paraphrase_negatives"]) for r in with_data
+                 if r["data"].get("paraphrase_negatives")]
+    if negatives:
+        lines += ["Paraphrase negatives (mined once per variant by a DAN trained with in-batch random negatives):", "",
+                  "| variant | split | pairs | hard negatives | random negatives | DAN retrieval top-1 | "
+                  "cosine positive / hard negative |", "|---|---|---|---|---|---|---|"]
+        for variant, rep in negatives:
+            for split in ("train", "heldout"):
+                r = rep.get(f"{split}_report")
+                if r:
+                    lines.append(f"| {variant} | {split} | {r['pairs']:,} | {100 * r['hard_share']:.1f} % | "
+                                 f"{r['random_negatives']:,} | {100 * r.get('dan_retrieval_accuracy', 0):.1f} % | "
+                                 f"{r.get('mean_cosine_positive', 0):.3f} / {r.get('mean_cosine_hard_negative', 0):.3f} |")
+        lines.append("")
+    return lines
+
+
 def markdown(out: dict) -> str:
     rows = out["rows"]
     lines = ["# unicoder", "", out["notes"], ""]
     pre = [r for r in rows if r["method"] == "unicoder_pretrain"]
+    lines += _data_lines(pre)
     if pre:
         tasks = ["mlm", "tlm", "word_recovery", "paraphrase", "cs_mlm"]
         lines += ["## Pre-training: held-out accuracy of each trained task (after each phase)", "",
-                  "| variant | phase | steps | " + " | ".join(tasks) + " | wall-clock s |", "|---" * 9 + "|"]
+                  "| variant | phase | steps | " + " | ".join(tasks) + " | sentences | wall-clock s |",
+                  "|---" * 10 + "|"]
         for r in pre:
             cells = [f"{100 * r[f'heldout_{t}_accuracy']:.1f}" if f"heldout_{t}_accuracy" in r else "–" for t in tasks]
             lines.append(f"| {r['variant']} | {r['phase']} | {r['steps']} | " + " | ".join(cells)
-                         + f" | {r['train_seconds']:.0f} |")
+                         + f" | {r['train_sentences']:,} | {r['train_seconds']:.0f} |")
     fine = [r for r in rows if r["method"] != "unicoder_pretrain"]
     for dataset, metrics in MAIN.items():
         got = [r for r in fine if r["dataset"] == dataset]
         if not got:
             continue
         variants = [v for v in ORDER if any(r["variant"] == v for r in got)]
-        metric = metrics[-1]  # accuracy (XNLI), semantic accuracy (xSID)
-        lines += ["", f"## {dataset}: {metric} (test, mean ± std over seeds; * = language seen in pre-training)", "",
-                  "| lang | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
-        langs = sorted({r["lang"] for r in got}, key=lambda x: (x != "en", x))
-        for lang in langs:
-            mark = "*" if any(r["seen"] for r in got if r["lang"] == lang) else ""
-            lines.append(f"| {lang}{mark} | " + " | ".join(
-                mean_std([r[metric] for r in got if r["lang"] == lang and r["variant"] == v]) for v in variants)
-                + " |")
-        for label, keep in (("avg seen targets", True), ("avg unseen targets", False)):
-            cells = []
-            for v in variants:
-                per_seed = {}
-                for r in got:
-                    if r["variant"] == v and r["lang"] != "en" and r["seen"] == keep:
-                        per_seed.setdefault(r["seed"], []).append(r[metric])
-                cells.append(mean_std([statistics.mean(x) for x in per_seed.values()]))
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        for metric in reversed(metrics):  # accuracy (XNLI); semantic accuracy, slot F1, intent accuracy (xSID)
+            lines += ["", f"## {dataset}: {metric} (test, mean ± std over seeds; * = language seen in pre-training)",
+                      "", "| lang | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
+            langs = sorted({r["lang"] for r in got}, key=lambda x: (x != "en", x))
+            for lang in langs:
+                mark = "*" if any(r["seen"] for r in got if r["lang"] == lang) else ""
+                lines.append(f"| {lang}{mark} | " + " | ".join(
+                    mean_std([r[metric] for r in got if r["lang"] == lang and r["variant"] == v]) for v in variants)
+                    + " |")
+            for label, keep in (("avg seen targets", True), ("avg unseen targets", False)):
+                cells = []
+                for v in variants:
+                    per_seed = {}
+                    for r in got:
+                        if r["variant"] == v and r["lang"] != "en" and r["seen"] == keep:
+                            per_seed.setdefault(r["seed"], []).append(r[metric])
+                    cells.append(mean_std([statistics.mean(x) for x in per_seed.values()]))
+                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+            lines.append("| seeds | " + " | ".join(str(len({r["seed"] for r in got if r["variant"] == v}))
+                                                   for v in variants) + " |")
     return "\n".join(lines) + "\n"
