@@ -10,6 +10,7 @@ multi-language fine-tuning where translations exist (XNLI: es by Apertium; xSID:
 results/xsid-zero-shot.json: the same configs and seeds.
 
     python benchmarks/unicoder.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
+    python benchmarks/unicoder.py --only probe-all   # benchmarks/unicoder_probe.py on every finished pre-training
     python benchmarks/unicoder.py --collect
 
 Writes ``benchmarks/results/unicoder.{json,md}``; resumable; ``touch benchmarks/runs/PAUSE`` holds the queue.
@@ -71,16 +72,30 @@ def queue(seeds: list[int]) -> list[tuple[str, int]]:
     """all5 first (the main question), then XLM (mlm+tlm), then the single additions, then MLM alone."""
     q = []
     for variant in ("all5", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "mlm"):
-        q.append((f"pretrain-{variant}", 1))
+        q += [(f"pretrain-{variant}", 1), ("probe-all", 1)]
         q += [(f"{d}-{variant}", s) for s in seeds for d in ("xsid", "xnli")]
         if variant == "all5":
             q += [(f"{d}-all5+multi_language", s) for s in seeds for d in ("xsid", "xnli")]
     return q
 
 
+def run_probe(data_dir: str) -> None:
+    """benchmarks/unicoder_probe.py on the shipped encoder and every finished pre-training -> runs/unicoder-probe.json
+    (rows merged with those of earlier probes: a pre-training no longer here keeps its committed rows)."""
+    import json
+
+    from unicoder_probe import probe
+    from unicoder_report import _seen
+
+    rows = probe(data_dir, RUNS, list(VARIANTS), _seen(RUNS))
+    (RUNS / "unicoder-probe.json").write_text(json.dumps(rows, indent=1))
+
+
 def run_job(job: str, seed: int, data_dir: str) -> None:
     kind, variant = job.split("-", 1)
-    if kind == "pretrain":
+    if kind == "probe":
+        run_probe(data_dir)
+    elif kind == "pretrain":
         run_pretrain(variant, data_dir)
     else:
         run_fine_tune(kind, variant, seed, data_dir)
@@ -88,8 +103,9 @@ def run_job(job: str, seed: int, data_dir: str) -> None:
 
 def main() -> None:
     queue_main(__doc__, __file__, "unicoder_report", run_job, queue,
-               "job names (pretrain-all5: seed 1; xnli-all5, xsid-mlm+tlm: every seed)",
-               seeds_of=lambda job, seeds: [1] if job.startswith("pretrain") else seeds)
+               "job names (pretrain-all5: seed 1; xnli-all5, xsid-mlm+tlm: every seed; probe-all: the states of "
+               "each finished pre-training)",
+               seeds_of=lambda job, seeds: [1] if job.startswith(("pretrain", "probe")) else seeds)
 
 
 if __name__ == "__main__":

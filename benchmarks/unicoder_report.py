@@ -78,7 +78,9 @@ def collect(runs: Path, results_dir: Path) -> None:
             variant = run.name.split("-unicoder-", 1)[1].rsplit("-seed", 1)[0]
             variant = {"mlm-tlm": "mlm+tlm", "all5-multi_language": "all5+multi_language"}.get(variant, variant)
             rows += _fine_tune_rows(res, variant, seen, "multi_language" if "multi" in variant else "zero_shot")
-    seeds = sorted({r["seed"] for r in rows if r["method"] != "unicoder_pretrain"}) or [1, 2, 3]
+    if (runs / "unicoder-probe.json").exists():
+        rows += json.loads((runs / "unicoder-probe.json").read_text())
+    seeds = sorted({r["seed"] for r in rows if r["method"] not in ("unicoder_pretrain", "probe")}) or [1, 2, 3]
     # the shipped encoder: the zero-shot XNLI rows of benchmarks/tasks.py (results/xnli.json), same config and seeds
     xnli = committed_results(results_dir, "xnli")
     rows += [{**r, "regime": "equal_steps", "variant": "none", "seen": r["lang"] in seen,
@@ -153,6 +155,30 @@ def _data_lines(pre: list[dict]) -> list[str]:
     return lines
 
 
+def _probe_lines(probes: list[dict]) -> list[str]:
+    """Retrieval top-1 of a translation by mean-pooled encoder states (benchmarks/unicoder_probe.py), per language."""
+    lines = []
+    for dataset in ("xnli", "xsid"):
+        got = [r for r in probes if r["dataset"] == dataset]
+        if not got:
+            continue
+        variants = [v for v in ORDER if any(r["variant"] == v for r in got)]
+        lines += ["", f"## Probe, {dataset} dev: translation retrieval top-1 by mean-pooled encoder states "
+                      "(* = seen in pre-training)", "", "| lang | " + " | ".join(variants) + " |",
+                  "|---" * (len(variants) + 1) + "|"]
+        cell = {(r["variant"], r["lang"]): r["retrieval_top1"] for r in got}
+        langs = sorted({r["lang"] for r in got})
+        seen = {r["lang"] for r in got if r["seen"]}
+        for lang in langs:
+            lines.append(f"| {lang}{'*' if lang in seen else ''} | " + " | ".join(
+                f"{100 * cell[v, lang]:.1f}" if (v, lang) in cell else "–" for v in variants) + " |")
+        for label, keep in (("avg seen", True), ("avg unseen", False)):
+            vals = [[cell[v, x] for x in langs if (x in seen) == keep and (v, x) in cell] for v in variants]
+            lines.append(f"| {label} | " + " | ".join(f"{100 * statistics.mean(x):.1f}" if x else "–" for x in vals)
+                         + " |")
+    return lines + [""] if lines else []
+
+
 def markdown(out: dict) -> str:
     rows = out["rows"]
     lines = ["# unicoder", "", out["notes"], ""]
@@ -167,7 +193,8 @@ def markdown(out: dict) -> str:
             cells = [f"{100 * r[f'heldout_{t}_accuracy']:.1f}" if f"heldout_{t}_accuracy" in r else "–" for t in tasks]
             lines.append(f"| {r['variant']} | {r['phase']} | {r['steps']} | " + " | ".join(cells)
                          + f" | {r['train_sentences']:,} | {r['train_seconds']:.0f} |")
-    fine = [r for r in rows if r["method"] != "unicoder_pretrain"]
+    lines += _probe_lines([r for r in rows if r["method"] == "probe"])
+    fine = [r for r in rows if r["method"] not in ("unicoder_pretrain", "probe")]
     for dataset, metrics in MAIN.items():
         got = [r for r in fine if r["dataset"] == dataset]
         if not got:
