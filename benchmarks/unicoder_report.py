@@ -179,6 +179,15 @@ def _probe_lines(probes: list[dict]) -> list[str]:
     return lines + [""] if lines else []
 
 
+def _seed_averages(rows: list[dict], variant: str, metric: str, seen: bool) -> dict[int, float]:
+    """seed -> the mean of ``metric`` over the target languages (not en) that the pre-training saw / did not see."""
+    per_seed: dict[int, list[float]] = {}
+    for r in rows:
+        if r["variant"] == variant and r["lang"] != "en" and r["seen"] == seen:
+            per_seed.setdefault(r["seed"], []).append(r[metric])
+    return {s: statistics.mean(x) for s, x in sorted(per_seed.items())}
+
+
 def markdown(out: dict) -> str:
     rows = out["rows"]
     lines = ["# unicoder", "", out["notes"], ""]
@@ -210,14 +219,13 @@ def markdown(out: dict) -> str:
                     mean_std([r[metric] for r in got if r["lang"] == lang and r["variant"] == v]) for v in variants)
                     + " |")
             for label, keep in (("avg seen targets", True), ("avg unseen targets", False)):
-                cells = []
-                for v in variants:
-                    per_seed = {}
-                    for r in got:
-                        if r["variant"] == v and r["lang"] != "en" and r["seen"] == keep:
-                            per_seed.setdefault(r["seed"], []).append(r[metric])
-                    cells.append(mean_std([statistics.mean(x) for x in per_seed.values()]))
-                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+                avg = {v: _seed_averages(got, v, metric, keep) for v in variants}
+                lines.append(f"| {label} | " + " | ".join(mean_std(list(avg[v].values())) for v in variants) + " |")
+                # the same seed fine-tunes with the same data order and head initialisation whatever the encoder:
+                # differences paired by seed remove that part of the spread
+                lines.append(f"| {label}, paired gain over none | " + " | ".join(
+                    mean_std([avg[v][s] - avg["none"][s] for s in avg[v] if s in avg.get("none", {})])
+                    if v != "none" else "" for v in variants) + " |")
             lines.append("| seeds | " + " | ".join(str(len({r["seed"] for r in got if r["variant"] == v}))
                                                    for v in variants) + " |")
     return "\n".join(lines) + "\n"
