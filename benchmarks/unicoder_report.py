@@ -16,6 +16,7 @@ from jobqueue import committed_results, git_commit, mean_std, merge_rows
 
 MAIN = {"xnli": ["accuracy"], "xsid": ["intent_acc", "slot_f1", "semantic_acc"]}
 ORDER = ["none", "mlm", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "all5", "all5+multi_language"]
+ON_TOP_OF_XLM = {"word_recovery", "paraphrase", "cs_mlm", "all5"}  # variants = mlm+tlm + more tasks
 
 
 def _seen(runs: Path) -> set[str]:
@@ -222,10 +223,13 @@ def markdown(out: dict) -> str:
                 avg = {v: _seed_averages(got, v, metric, keep) for v in variants}
                 lines.append(f"| {label} | " + " | ".join(mean_std(list(avg[v].values())) for v in variants) + " |")
                 # the same seed fine-tunes with the same data order and head initialisation whatever the encoder:
-                # differences paired by seed remove that part of the spread
-                lines.append(f"| {label}, paired gain over none | " + " | ".join(
-                    mean_std([avg[v][s] - avg["none"][s] for s in avg[v] if s in avg.get("none", {})])
-                    if v != "none" else "" for v in variants) + " |")
+                # differences paired by seed remove that part of the spread.  Over none: does pre-training help at
+                # all; over mlm+tlm (XLM, the paper's baseline): does the added task help on top of it
+                for base, over in (("none", set(variants) - {"none"}), ("mlm+tlm", ON_TOP_OF_XLM)):
+                    if base in avg and over & set(variants):
+                        lines.append(f"| {label}, paired gain over {base} | " + " | ".join(
+                            mean_std([avg[v][s] - avg[base][s] for s in avg[v] if s in avg[base]])
+                            if v in over else "" for v in variants) + " |")
             lines.append("| seeds | " + " | ".join(str(len({r["seed"] for r in got if r["variant"] == v}))
                                                    for v in variants) + " |")
     return "\n".join(lines) + "\n"
