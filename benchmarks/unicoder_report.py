@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 from jobqueue import committed_results, git_commit, mean_std, merge_rows
+from unicoder import VARIANTS
 
 MAIN = {"xnli": ["accuracy"], "xsid": ["intent_acc", "slot_f1", "semantic_acc"]}
 ORDER = ["none", "mlm", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "all5", "all5+multi_language"]
-ON_TOP_OF_XLM = {"word_recovery", "paraphrase", "cs_mlm", "all5"}  # variants = mlm+tlm + more tasks
+ON_TOP_OF_XLM = {v for v, tasks in VARIANTS.items() if {"mlm", "tlm"} < set(tasks)}  # XLM + more tasks
 
 
 def _seen(runs: Path) -> set[str]:
