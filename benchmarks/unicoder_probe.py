@@ -33,7 +33,9 @@ def xsid_dev(data_dir: str, lang: str) -> tuple[list[str], list[str]]:
     return en, tgt
 
 
-def probe(data_dir: str, runs: Path, variants: list[str], seen: set[str]) -> list[dict]:
+def probe(data_dir: str, runs: Path, variants: list[str], seen: set[str], skip: frozenset = frozenset()) -> list[dict]:
+    """Rows of the shipped encoder (``none``) and of every finished pre-training among ``variants``, except those in
+    ``skip`` (already probed)."""
     import torch
     from tall_probe import pooled_states, similarity  # benchmarks/tall_probe.py
 
@@ -46,6 +48,7 @@ def probe(data_dir: str, runs: Path, variants: list[str], seen: set[str]) -> lis
     models = [("none", "multilingual-e5-small")]
     models += [(v, str(runs / f"unicoder-{v.replace('+', '-')}" / "model")) for v in variants
                if (runs / f"unicoder-{v.replace('+', '-')}" / "results.json").exists()]
+    models = [(v, name) for v, name in models if v not in skip]
     rows = []
     for variant, name in models:
         encoder, tokenizer, _ = zoo.load_encoder(name)
