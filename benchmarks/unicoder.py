@@ -91,7 +91,7 @@ def run_probe(data_dir: str) -> None:
     old = json.loads(out.read_text()) if out.exists() else []
     # the probe is deterministic: a variant's rows stay valid while its encoder is older than them
     def unchanged(variant: str) -> bool:
-        done = RUNS / f"unicoder-{variant.replace('+', '-')}" / "results.json"
+        done = stage_dir(variant) / "results.json"
         return variant == "none" or (done.exists() and done.stat().st_mtime < out.stat().st_mtime)
     keep = frozenset(r["variant"] for r in old if unchanged(r["variant"]))
     rows = [r for r in old if r["variant"] in keep] + probe(data_dir, RUNS, list(VARIANTS), _seen(RUNS), keep)
