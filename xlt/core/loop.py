@@ -63,6 +63,10 @@ def make_accelerator(mixed_precision: str = "no", **kwargs) -> Accelerator:
     of ``torchrun`` / ``accelerate launch`` into a gloo process group (otherwise every process would believe it is
     alone and train the whole batch).  ``mixed_precision``: "no", "bf16" or "fp16" (CUDA only)."""
     cuda = torch.cuda.is_available()
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun / accelerate launch
+    if cuda and local > torch.cuda.device_count():  # NCCL cannot put two processes on one GPU
+        raise XltError(f"{local} processes on this machine but {torch.cuda.device_count()} GPU(s): start one process "
+                       "per GPU, or hide the GPUs (CUDA_VISIBLE_DEVICES=) to train on the CPU with gloo")
     if mixed_precision == "fp16" and not cuda:
         raise XltError("mixed_precision=fp16 needs a CUDA GPU (CPU autocast supports bf16): use bf16 or no")
     if mixed_precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():

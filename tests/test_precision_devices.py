@@ -1,4 +1,4 @@
-"""Mixed precision (``train.mixed_precision``): the training loss runs under autocast in the asked dtype, weights
+"""Mixed precision (``train.mixed_precision``) and devices: the training loss runs under autocast in the asked dtype, weights
 and checkpoints stay fp32, an interrupted run resumes to the identical result, fp16 without CUDA is a user error.
 On a CPU this covers bf16; on a CUDA machine the same tests cover fp16 (and its loss-scaler state) too."""
 import json
@@ -90,3 +90,13 @@ def test_a_stage_trains_in_mixed_precision_and_exports_fp32(tmp_path, xlt_home):
     assert [p["summary"]["mixed_precision"] for p in results["phases"]] == ["bf16", "bf16"]
     assert all(v.dtype == torch.float32 for v in load_file(str(out / "model.safetensors")).values()
                if v.is_floating_point())
+
+
+def test_more_processes_than_gpus_is_a_user_error(monkeypatch):
+    from xlt.core.loop import make_accelerator
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    with pytest.raises(XltError, match="2 processes on this machine but 1 GPU"):
+        make_accelerator()
