@@ -1,6 +1,7 @@
-"""Mixed precision (``train.mixed_precision``) and devices: the training loss runs under autocast in the asked dtype, weights
-and checkpoints stay fp32, an interrupted run resumes to the identical result, fp16 without CUDA is a user error.
-On a CPU this covers bf16; on a CUDA machine the same tests cover fp16 (and its loss-scaler state) too."""
+"""Mixed precision (``train.mixed_precision``) and devices: the training loss runs under autocast in the asked
+dtype, weights and checkpoints stay fp32, an interrupted run resumes to the identical result, fp16 without CUDA and
+more processes than GPUs are user errors.  On a CPU this covers bf16; on a CUDA machine the same tests cover fp16
+(and its loss-scaler state) too."""
 import json
 
 import pytest
