@@ -71,6 +71,12 @@ def make_accelerator(mixed_precision: str = "no", **kwargs) -> Accelerator:
         raise XltError("mixed_precision=fp16 needs a CUDA GPU (CPU autocast supports bf16): use bf16 or no")
     if mixed_precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():
         raise XltError(f"mixed_precision=bf16: {torch.cuda.get_device_name()} has no bf16; use fp16 or no")
+    from accelerate.state import AcceleratorState
+
+    if AcceleratorState._shared_state.get("_mixed_precision", mixed_precision) != mixed_precision:
+        # accelerate keeps one state per process and refuses another precision; a later run in the same process
+        # (the Python API, tests) may ask for one.  The process group (PartialState) is kept.
+        AcceleratorState._reset_state()
     return Accelerator(cpu=not cuda, mixed_precision=mixed_precision, **kwargs)
 
 
