@@ -75,8 +75,17 @@ def test_fp16_without_cuda_is_a_user_error(tiny_cfg):
 
 
 def test_unknown_precision_is_a_config_error(tiny_cfg):
-    with pytest.raises(XltError, match="mixed_precision"):
-        tiny_cfg("train.mixed_precision=fp8")
+    assert tiny_cfg("train.mixed_precision=fp32").train.mixed_precision == "fp32"
+    for bad in ("fp8", "no"):  # YAML reads a bare no as false: the default is spelled fp32
+        with pytest.raises(XltError, match="mixed_precision"):
+            tiny_cfg(f"train.mixed_precision={bad}")
+
+
+def test_one_process_may_switch_precision_between_runs():
+    from xlt.core.loop import make_accelerator
+
+    assert make_accelerator("bf16").mixed_precision == "bf16"
+    assert make_accelerator("fp32").mixed_precision == "no"
 
 
 def test_a_stage_trains_in_mixed_precision_and_exports_fp32(tmp_path, xlt_home):

@@ -58,21 +58,22 @@ def warmup_then_scaled(warmup: int, scale: list[float]) -> Callable[[int], float
     return factor
 
 
-def make_accelerator(mixed_precision: str = "no", **kwargs) -> Accelerator:
+def make_accelerator(mixed_precision: str = "fp32", **kwargs) -> Accelerator:
     """The run's Accelerator.  Without CUDA it is told ``cpu=True``: only then does accelerate turn the environment
     of ``torchrun`` / ``accelerate launch`` into a gloo process group (otherwise every process would believe it is
-    alone and train the whole batch).  ``mixed_precision``: "no", "bf16" or "fp16" (CUDA only)."""
+    alone and train the whole batch).  ``mixed_precision``: "fp32", "bf16" or "fp16" (CUDA only)."""
     cuda = torch.cuda.is_available()
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun / accelerate launch
     if cuda and local > torch.cuda.device_count():  # NCCL cannot put two processes on one GPU
         raise XltError(f"{local} processes on this machine but {torch.cuda.device_count()} GPU(s): start one process "
                        "per GPU, or hide the GPUs (CUDA_VISIBLE_DEVICES=) to train on the CPU with gloo")
     if mixed_precision == "fp16" and not cuda:
-        raise XltError("mixed_precision=fp16 needs a CUDA GPU (CPU autocast supports bf16): use bf16 or no")
+        raise XltError("mixed_precision=fp16 needs a CUDA GPU (CPU autocast supports bf16): use bf16 or fp32")
     if mixed_precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():
-        raise XltError(f"mixed_precision=bf16: {torch.cuda.get_device_name()} has no bf16; use fp16 or no")
+        raise XltError(f"mixed_precision=bf16: {torch.cuda.get_device_name()} has no bf16; use fp16 or fp32")
     from accelerate.state import AcceleratorState
 
+    mixed_precision = "no" if mixed_precision == "fp32" else mixed_precision  # accelerate's name
     if AcceleratorState._shared_state.get("_mixed_precision", mixed_precision) != mixed_precision:
         # accelerate keeps one state per process and refuses another precision; a later run in the same process
         # (the Python API, tests) may ask for one.  The process group (PartialState) is kept.
@@ -194,7 +195,7 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
                    max(state["train_seconds"], 1e-9), seconds_per_step=state["train_seconds"] /
                    max(state["step"], 1), peak_rss_mb=peak_rss_mb(), threads=torch.get_num_threads(),
                    processes=world, device=str(accelerator.device),
-                   mixed_precision=str(accelerator.mixed_precision))
+                   mixed_precision={"no": "fp32"}.get(accelerator.mixed_precision, accelerator.mixed_precision))
     return summary
 
 
