@@ -5,7 +5,10 @@ config ``xsid-zero-shot`` (checkpoint chosen on the English dev set), evaluates 
 language's test split, and writes ``benchmarks/results/xsid-zero-shot.json`` (../shared/RESULTS_FORMAT.md) and
 ``benchmarks/results/xsid-zero-shot.md`` (mean ± std over seeds per language).
 
-    python benchmarks/xsid_zero_shot.py --data-dir ../shared/data [--seeds 1 2 3] [key=value ...]
+    python benchmarks/xsid_zero_shot.py --data-dir ../shared/data [--seeds 1 2 3] [--name NAME] [key=value ...]
+
+``--name`` names the results files and run folders (default ``xsid-zero-shot``), e.g. ``xsid-zero-shot-cuda`` for
+the same benchmark on a GPU, with ``train.mixed_precision=bf16`` for mixed precision.
 
 A seed whose run folder already holds results.json is not retrained (delete benchmarks/runs/ to start over);
 an interrupted seed resumes from its last checkpoint.
@@ -29,9 +32,9 @@ METRICS = IntentSlot.metrics
 HERE = Path(__file__).parent
 
 
-def run_seed(seed: int, data_dir: str, overrides: list[str]) -> dict:
+def run_seed(seed: int, data_dir: str, overrides: list[str], name: str = "xsid-zero-shot") -> dict:
     cfg = load_config(find_config("xsid-zero-shot"), [f"data.data_dir={data_dir}", f"train.seed={seed}",
-                                                       f"name=xsid-zero-shot-seed{seed}",
+                                                       f"name={name}-seed{seed}",
                                                        f"output_dir={HERE / 'runs'}", *overrides])
     run_dir = cfg.run_dir
     if not (run_dir / "results.json").exists():
@@ -46,10 +49,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", default="../shared/data")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--name", default="xsid-zero-shot")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     t0 = time.time()
-    runs = [run_seed(s, args.data_dir, args.overrides) for s in args.seeds]
+    runs = [run_seed(s, args.data_dir, args.overrides, args.name) for s in args.seeds]
     rows = []
     for run in runs:
         res, cfg = run["results"], run["cfg"]
@@ -66,22 +70,31 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
     out = {
-        "benchmark": "xsid-zero-shot", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": commit or "unknown", "machine": f"{platform.processor() or platform.machine()}, "
-        f"{ts.get('threads')} CPU threads, device {ts.get('device')}",
+        "benchmark": args.name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": commit or "unknown", "machine": machine(ts),
         "model": cfg.model.name, "selection": "source-dev",
         "notes": (f"zero-shot from English; train = full deduplicated xSID en train set ({res['train_examples']} "
                   f"examples); budget {cfg.train.max_steps} steps x batch {cfg.train.batch_size} (lr "
                   f"{cfg.train.lr}, frozen embeddings={cfg.model.freeze_embeddings}); checkpoint chosen on en dev "
                   f"every {cfg.train.eval_every} steps; metrics on each language's test split; seeds "
-                  f"{args.seeds}; wall time of this script {round((time.time() - t0) / 60, 1)} min"),
+                  f"{args.seeds}; mixed precision {ts.get('mixed_precision', 'no')}; wall time of this script {round((time.time() - t0) / 60, 1)} min"),
         "config": to_dict(cfg), "rows": rows,
     }
     (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "xsid-zero-shot.json").write_text(json.dumps(out, indent=1))
+    (HERE / "results" / f"{args.name}.json").write_text(json.dumps(out, indent=1))
     table = summary_table(rows, cfg.data.source_lang)
-    (HERE / "results" / "xsid-zero-shot.md").write_text(f"# xsid-zero-shot\n\n{out['notes']}\n\n{table}")
+    (HERE / "results" / f"{args.name}.md").write_text(f"# {args.name}\n\n{out['notes']}\n\n{table}")
     print(table)
+
+
+def machine(train_summary: dict) -> str:
+    where = f"{platform.processor() or platform.machine()}, {train_summary.get('threads')} CPU threads"
+    device = str(train_summary.get("device"))
+    if device.startswith("cuda"):
+        import torch
+
+        where += f", GPU {torch.cuda.get_device_name(torch.device(device))}"
+    return f"{where}, device {device}"
 
 
 def summary_table(rows: list[dict], source: str) -> str:

@@ -59,6 +59,10 @@ class TrainConfig:
     schedule: Literal["linear", "halve_on_plateau"] = "linear"
     select_metric: str = ""  # on the source dev set; "" = the task's (intent_slot_mean, accuracy, f1)
     threads: int = 0  # torch intra-op threads; 0 = number of CPU cores available
+    # autocast of the training forward + loss (Accelerate): "bf16" (GPUs with bf16, and CPUs), "fp16" (CUDA only;
+    # dynamic loss scaling, its state kept in the checkpoint); weights, optimizer state and checkpoints stay fp32.
+    # ("fp32", not accelerate's "no": YAML reads a bare no as false)
+    mixed_precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     bucket_size: int = 50  # batches per length-sorted bucket (dynamic padding)
 
 
@@ -264,6 +268,7 @@ class StageConfig:
     stage: str = "continued_mlm"
     seed: int = 1
     threads: int = 0
+    mixed_precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # as train.mixed_precision of fine-tuning
     eval_batch_size: int = 64
     model: StageModelConfig = field(default_factory=StageModelConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)

@@ -36,7 +36,7 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -
     ``stop_after``: leave the loop after this many optimizer steps as if interrupted (used by tests)."""
     run_dir = cfg.run_dir
     check_run_dir(run_dir, resume)
-    accelerator = make_accelerator()
+    accelerator = make_accelerator(cfg.train.mixed_precision)
     threads = configure_threads(cfg.train.threads, accelerator.num_processes)
     set_seed(cfg.train.seed)
     ctx, method = make_run(cfg)

@@ -39,12 +39,15 @@ def load_model_state(model: torch.nn.Module, folder: Path) -> None:
 
 
 def save_training(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler,
-                  trainer_state: dict, rng_states: list[torch.Tensor] | None = None) -> None:
-    """``rng_states``: the torch RNG state of every process (rank order); default: this process's."""
+                  trainer_state: dict, rng_states: list[torch.Tensor] | None = None,
+                  cuda_rng_states: list[torch.Tensor] | None = None) -> None:
+    """``rng_states``: the torch RNG state of every process (rank order); default: this process's.
+    ``cuda_rng_states``: likewise for each process's CUDA generator (runs on GPUs)."""
     model_state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     opt = optimizer.state_dict()
     states = rng_states if rng_states is not None else [torch.get_rng_state()]
     tensors = {"rng.torch": states[0].clone(), **{f"rng.torch.{rank}": s for rank, s in enumerate(states)}}
+    tensors.update({f"rng.cuda.{rank}": s.cpu() for rank, s in enumerate(cuda_rng_states or [])})
     for idx, param_state in opt["state"].items():
         for key, value in param_state.items():
             tensors[f"state.{idx}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
@@ -72,4 +75,6 @@ def load_training(folder: Path, model: torch.nn.Module, optimizer: torch.optim.O
     optimizer.load_state_dict({"state": state, "param_groups": meta.pop("param_groups")})
     scheduler.load_state_dict(meta.pop("scheduler"))
     torch.set_rng_state(tensors.get(f"rng.torch.{rank}", tensors["rng.torch"]))
+    if f"rng.cuda.{rank}" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors[f"rng.cuda.{rank}"])
     return meta

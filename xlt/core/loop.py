@@ -28,6 +28,7 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 
 from xlt.core import checkpoint
+from xlt.errors import XltError
 
 
 def peak_rss_mb() -> float:
@@ -57,11 +58,27 @@ def warmup_then_scaled(warmup: int, scale: list[float]) -> Callable[[int], float
     return factor
 
 
-def make_accelerator(**kwargs) -> Accelerator:
+def make_accelerator(mixed_precision: str = "fp32", **kwargs) -> Accelerator:
     """The run's Accelerator.  Without CUDA it is told ``cpu=True``: only then does accelerate turn the environment
     of ``torchrun`` / ``accelerate launch`` into a gloo process group (otherwise every process would believe it is
-    alone and train the whole batch)."""
-    return Accelerator(cpu=not torch.cuda.is_available(), **kwargs)
+    alone and train the whole batch).  ``mixed_precision``: "fp32", "bf16" or "fp16" (CUDA only)."""
+    cuda = torch.cuda.is_available()
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun / accelerate launch
+    if cuda and local > torch.cuda.device_count():  # NCCL cannot put two processes on one GPU
+        raise XltError(f"{local} processes on this machine but {torch.cuda.device_count()} GPU(s): start one process "
+                       "per GPU, or hide the GPUs (CUDA_VISIBLE_DEVICES=) to train on the CPU with gloo")
+    if mixed_precision == "fp16" and not cuda:
+        raise XltError("mixed_precision=fp16 needs a CUDA GPU (CPU autocast supports bf16): use bf16 or fp32")
+    if mixed_precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():
+        raise XltError(f"mixed_precision=bf16: {torch.cuda.get_device_name()} has no bf16; use fp16 or fp32")
+    from accelerate.state import AcceleratorState
+
+    mixed_precision = "no" if mixed_precision == "fp32" else mixed_precision  # accelerate's name
+    if AcceleratorState._shared_state.get("_mixed_precision", mixed_precision) != mixed_precision:
+        # accelerate keeps one state per process and refuses another precision; a later run in the same process
+        # (the Python API, tests) may ask for one.  The process group (PartialState) is kept.
+        AcceleratorState._reset_state()
+    return Accelerator(cpu=not cuda, mixed_precision=mixed_precision, **kwargs)
 
 
 def progress_line(desc: str, record: dict) -> str:
@@ -118,6 +135,8 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
              "train_seconds": 0.0, "train_tokens": 0, "train_sentences": 0}
     if resume:
         state = checkpoint.load_training(out_dir / "last", unwrapped, optimizer, scheduler, accelerator.process_index)
+        if accelerator.scaler is not None and "grad_scaler" in state:  # fp16: resume with the same loss scale
+            accelerator.scaler.load_state_dict(state["grad_scaler"])
     lr_scale[0] = state.setdefault("lr_scale", 1.0)
     rank, world = accelerator.process_index, accelerator.num_processes
     bar = tqdm(total=total, initial=state["step"], disable=not accelerator.is_main_process, desc=settings.desc)
@@ -136,7 +155,8 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
                 continue
             batch = hooks.make_batch(mine, state["step"])
             t0 = time.perf_counter()
-            parts = hooks.loss(model, batch)
+            with accelerator.autocast():  # a no-op unless mixed_precision; covers losses that bypass forward()
+                parts = hooks.loss(model, batch)
             accelerator.backward(parts["loss"])
             if settings.grad_clip > 0:
                 accelerator.clip_grad_norm_(model.parameters(), settings.grad_clip)
@@ -174,7 +194,8 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
     summary.update(stopped_early=stopped_early, tokens_per_second=state["train_tokens"] /
                    max(state["train_seconds"], 1e-9), seconds_per_step=state["train_seconds"] /
                    max(state["step"], 1), peak_rss_mb=peak_rss_mb(), threads=torch.get_num_threads(),
-                   processes=world, device=str(accelerator.device))
+                   processes=world, device=str(accelerator.device),
+                   mixed_precision={"no": "fp32"}.get(accelerator.mixed_precision, accelerator.mixed_precision))
     return summary
 
 
@@ -197,11 +218,16 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
     stop = settings.patience > 0 and state["bad_evals"] >= settings.patience
     means = {k: total / count for k, (total, count) in state.get("part_sums", {}).items()}
     state["part_sums"] = {}  # (before the checkpoint: a resumed run starts the next window afresh)
+    if accelerator.scaler is not None:
+        state["grad_scaler"] = accelerator.scaler.state_dict()
+    # every process's generators: dropout on a GPU draws from its CUDA generator, on a CPU from torch's
     rng_states = [torch.get_rng_state()]
+    cuda_rng_states = [torch.cuda.get_rng_state()] if accelerator.device.type == "cuda" else None
     if accelerator.num_processes > 1:
         from accelerate.utils import gather_object
 
         rng_states = gather_object(rng_states)
+        cuda_rng_states = gather_object(cuda_rng_states) if cuda_rng_states is not None else None
     if accelerator.is_main_process:
         record = {"step": state["step"], "epoch": state["epoch"], "lr": scheduler.get_last_lr()[0],
                   **means, **metrics,
@@ -210,7 +236,8 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
                   "peak_rss_mb": peak_rss_mb()}
         if improved:
             hooks.save_best(model, out_dir / "best")
-        checkpoint.save_training(out_dir / "last", model, optimizer, scheduler, dict(state), rng_states)
+        checkpoint.save_training(out_dir / "last", model, optimizer, scheduler, dict(state), rng_states,
+                                 cuda_rng_states)
         with open(out_dir / "metrics.jsonl", "a") as f:  # after the checkpoint: a resumed run never logs twice
             f.write(json.dumps(record) + "\n")
         tqdm.write(progress_line(settings.desc, record), file=sys.stderr)  # beside the bar; stdout stays data

@@ -54,12 +54,12 @@ class VocabTrim:
         return all(i in self.old_to_new for i in ids)
 
     def trim_embedding(self, embedding: torch.nn.Embedding) -> torch.nn.Embedding:
-        rows = embedding.weight.data[torch.tensor(self.kept)]
+        rows = embedding.weight.data[torch.tensor(self.kept, device=embedding.weight.device)]
         new = torch.nn.Embedding(len(self.kept), rows.shape[1])
         new.weight.data.copy_(rows)
         return new
 
     def untrim_into(self, trimmed: torch.Tensor, full: torch.Tensor) -> torch.Tensor:
-        out = full.clone()
-        out[torch.tensor(self.kept)] = trimmed
+        out = full.clone()  # on full's device: a model trained on a GPU is exported into a matrix read on the CPU
+        out[torch.tensor(self.kept, device=full.device)] = trimmed.to(full.device)
         return out

@@ -145,7 +145,7 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
     if not resume or not (run_dir / "config.yaml").exists():
         check_run_dir(run_dir, resume=False)
     objectives_used = {o for p in cfg.phases for o in p.objectives}
-    accelerator = make_accelerator(kwargs_handlers=[DistributedDataParallelKwargs(
+    accelerator = make_accelerator(cfg.mixed_precision, kwargs_handlers=[DistributedDataParallelKwargs(
         find_unused_parameters=len(objectives_used) > 1)])
     configure_threads(cfg.threads, accelerator.num_processes)
     set_seed(cfg.seed)
