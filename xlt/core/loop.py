@@ -222,7 +222,8 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
         state["grad_scaler"] = accelerator.scaler.state_dict()
     # every process's generators: dropout on a GPU draws from its CUDA generator, on a CPU from torch's
     rng_states = [torch.get_rng_state()]
-    cuda_rng_states = [torch.cuda.get_rng_state()] if accelerator.device.type == "cuda" else None
+    cuda_rng_states = [torch.cuda.get_rng_state(accelerator.device)] if accelerator.device.type == "cuda" \
+        else None
     if accelerator.num_processes > 1:
         from accelerate.utils import gather_object
 
