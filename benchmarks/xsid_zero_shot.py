@@ -77,7 +77,8 @@ def main() -> None:
                   f"examples); budget {cfg.train.max_steps} steps x batch {cfg.train.batch_size} (lr "
                   f"{cfg.train.lr}, frozen embeddings={cfg.model.freeze_embeddings}); checkpoint chosen on en dev "
                   f"every {cfg.train.eval_every} steps; metrics on each language's test split; seeds "
-                  f"{args.seeds}; mixed precision {ts.get('mixed_precision', 'no')}; wall time of this script {round((time.time() - t0) / 60, 1)} min"),
+                  f"{args.seeds}; mixed precision {ts.get('mixed_precision', 'fp32')}; wall time of this script "
+                  f"{round((time.time() - t0) / 60, 1)} min"),
         "config": to_dict(cfg), "rows": rows,
     }
     (HERE / "results").mkdir(exist_ok=True)

@@ -24,14 +24,18 @@ def fit_data(tmp_path):
     return tmp_path / "data"
 
 
+def cpu_env(xlt_home) -> dict:
+    """On CPU (gloo) also on a GPU machine: NCCL needs a GPU per process."""
+    return dict(os.environ, XLT_HOME=str(xlt_home), OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+
+
 def xlt_train(processes: int, name: str, data, tmp_path, xlt_home) -> dict:
     overrides = [f"data.data_dir={data}", f"output_dir={tmp_path / 'runs'}", "data.train_subset=0",
                  "data.dedup=false", "data.eval_langs=[en]", "train.max_steps=60", "train.eval_every=30", "train.lr=5e-3",
                  f"name={name}"]
     launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
                  str(processes)] if processes > 1 else [sys.executable])
-    # on CPU (gloo) also on a GPU machine: NCCL needs a GPU per process
-    env = dict(os.environ, XLT_HOME=str(xlt_home), OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    env = cpu_env(xlt_home)
     done = subprocess.run([*launcher, "-m", "xlt.cli", "train", "tiny", *overrides], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -67,8 +71,7 @@ def test_two_process_stage_shards_and_evaluates_like_one(tmp_path, xlt_home):
                  "corpus.heldout_lines=4", f"output_dir={tmp_path / 'runs'}", "phases.0.steps=2",
                  "phases.0.eval_every=2", "phases.1.steps=4", "phases.1.eval_every=2", "phases.0.batch_size=8",
                  "phases.1.batch_size=8", "options.eval_sequences=4", "options.pppl_sequences=2"]
-    # on CPU (gloo) also on a GPU machine: NCCL needs a GPU per process
-    env = dict(os.environ, XLT_HOME=str(xlt_home), OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    env = cpu_env(xlt_home)
     logs = {}
     for processes in (1, 2):
         launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]

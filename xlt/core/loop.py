@@ -58,6 +58,10 @@ def warmup_then_scaled(warmup: int, scale: list[float]) -> Callable[[int], float
     return factor
 
 
+ACCELERATE_PRECISION = {"fp32": "no"}  # xlt's name -> accelerate's (a bare `no` in YAML reads as false)
+XLT_PRECISION = {v: k for k, v in ACCELERATE_PRECISION.items()}
+
+
 def make_accelerator(mixed_precision: str = "fp32", **kwargs) -> Accelerator:
     """The run's Accelerator.  Without CUDA it is told ``cpu=True``: only then does accelerate turn the environment
     of ``torchrun`` / ``accelerate launch`` into a gloo process group (otherwise every process would believe it is
@@ -73,7 +77,7 @@ def make_accelerator(mixed_precision: str = "fp32", **kwargs) -> Accelerator:
         raise XltError(f"mixed_precision=bf16: {torch.cuda.get_device_name()} has no bf16; use fp16 or fp32")
     from accelerate.state import AcceleratorState
 
-    mixed_precision = "no" if mixed_precision == "fp32" else mixed_precision  # accelerate's name
+    mixed_precision = ACCELERATE_PRECISION.get(mixed_precision, mixed_precision)
     if AcceleratorState._shared_state.get("_mixed_precision", mixed_precision) != mixed_precision:
         # accelerate keeps one state per process and refuses another precision; a later run in the same process
         # (the Python API, tests) may ask for one.  The process group (PartialState) is kept.
@@ -195,7 +199,7 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
                    max(state["train_seconds"], 1e-9), seconds_per_step=state["train_seconds"] /
                    max(state["step"], 1), peak_rss_mb=peak_rss_mb(), threads=torch.get_num_threads(),
                    processes=world, device=str(accelerator.device),
-                   mixed_precision={"no": "fp32"}.get(accelerator.mixed_precision, accelerator.mixed_precision))
+                   mixed_precision=XLT_PRECISION.get(accelerator.mixed_precision, accelerator.mixed_precision))
     return summary
 
 
