@@ -193,7 +193,8 @@ class TrainedRun:
             pieces += parts
             owners += [i] * len(parts)
         items, _ = encode_examples(task, self.tokenizer, pieces, self.labels, None)
-        device = accelerator.device if accelerator is not None else "cpu"
+        # the model is where its owner put it (evaluate_run: the GPU when there is one; training: Accelerate)
+        device = accelerator.device if accelerator is not None else next(self.model.parameters()).device
         preds = predict(self.model, task, self.labels, items, self.pad, self.ctx.cfg.train.eval_batch_size, device,
                         accelerator)
         if len(pieces) == len(examples):

@@ -98,6 +98,12 @@ def _collate_soft(task, items: list[Encoded], pair_len: int) -> tuple[dict[str, 
     return soft, mask
 
 
+def inference_device() -> torch.device:
+    """Where a single process predicts (evaluation, test-time methods): the GPU when there is one.  Training places
+    its model through Accelerate instead."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def to_device(batch: Any, device: torch.device | str) -> Any:
     """Move a (nested) batch of tensors to ``device``."""
     if isinstance(batch, torch.Tensor):
