@@ -8,7 +8,8 @@ t2s 1000 each, language-specific 1000, batch 32):
 - ``migrated``: the config as shipped (its base: new vocabulary + MUSE-aligned fastText embeddings);
 - ``without_cdlm``: the paper's Table 3 ablation: the two transfer phases replaced by Spanish MLM for the same
   2000 steps (everything trainable), on the migrated base;
-- ``random_init``: the migrated run's vocabulary with random embedding rows (English layers kept), same phases;
+- ``random_init``: the migrated run's vocabulary with random embedding rows (English layers kept), same phases
+  (and the migrated run's CdLM links: the same sub-token pairs, so the ablation changes the initialisation alone);
 - ``from_scratch``: the same vocabulary and architecture, every weight random, Spanish MLM for the same 4000 steps
   (lr 5e-4: a random model needs a larger step).
 BPW on held-out Spanish text (fixed masked positions, the same for every model on this vocabulary) after each phase.

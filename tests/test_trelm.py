@@ -110,6 +110,21 @@ def test_trelm_end_to_end(data, tmp_path, xlt_home, tiny_cfg):
         assert torch.equal(built[k], base[f"encoder.bert.{k}"]) == keeps_layers
         ev = json.loads((other.run_dir / "results.json").read_text())["phases"][0]["final_eval"]
         assert ev["heldout_es_mlm_tokens"] == results["phases"][0]["final_eval"]["heldout_es_mlm_tokens"]
+    # CdLM on the same vocabulary and pairs reuses the links of the run it shares the vocabulary with; other pairs
+    # (here: another held-out split) get their own eflomal fit
+    cdlm = "phases=[{name: t, steps: 2, eval_every: 2, batch_size: 4, objectives: {cdlm_s2t: 1.0}}]"
+    links = json.loads((run / "cdlm_alignments.json").read_text())
+    for name, extra, source in (("same-pairs", [], f"reused from {run / 'cdlm_alignments.json'}"),
+                                ("other-pairs", ["corpus.heldout_lines=3"], "eflomal fit")):
+        other = trelm_cfg(data, tmp_path, f"name={name}", "options.init=random", f"options.base_from={run / 'base'}",
+                          cdlm, *extra)
+        run_stage(other)
+        report = json.loads((other.run_dir / "results.json").read_text())["export"]["pairs"]
+        assert report["cdlm_alignments"] == source
+        mine = json.loads((other.run_dir / "cdlm_alignments.json").read_text())
+        assert (mine["pairs_digest"] == links["pairs_digest"]) == (name == "same-pairs")
+        if name == "same-pairs":
+            assert mine["train"] == links["train"] and mine["heldout"] == links["heldout"]
 
 
 def test_trelm_kill_and_resume(data, tmp_path, xlt_home):
