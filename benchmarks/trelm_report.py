@@ -41,7 +41,8 @@ def _pretrain_rows(run: Path, variant: str) -> list[dict]:
                      "trainable_parameters": phase["parameters"]["trainable"],
                      "train_sentences": s["train_sentences"], "train_tokens": s["train_tokens"],
                      "train_seconds": round(s["train_seconds"], 1),
-                     "tokens_per_second": round(s["tokens_per_second"], 1), "peak_rss_mb": round(s["peak_rss_mb"])})
+                     "tokens_per_second": round(s["tokens_per_second"], 1), "peak_rss_mb": round(s["peak_rss_mb"]),
+                     "device": s.get("device", "cpu"), "threads": s.get("threads")})
     return rows
 
 
@@ -50,7 +51,8 @@ def _fine_tune_rows(res: dict, variant: str) -> list[dict]:
     return [{"method": "target_trained", "task": "intent_slot", "dataset": res["dataset"], "lang": lang,
              "seed": res["seed"], "variant": variant, **{k: round(m[k], 4) for k in METRICS}, "n_test": m["n"],
              "steps": ts.get("step"), "best_step": res.get("best_step"),
-             "train_seconds": round(ts.get("train_seconds", 0), 1)} for lang, m in res["per_language"].items()]
+             "train_seconds": round(ts.get("train_seconds", 0), 1), "device": ts.get("device", "cpu")}
+            for lang, m in res["per_language"].items()]
 
 
 def collect(runs: Path, results_dir: Path) -> None:
@@ -79,7 +81,9 @@ def collect(runs: Path, results_dir: Path) -> None:
              "human Spanish training set and selected on SPANISH dev (supervised target-language task, NOT "
              "zero-shot), 1000 steps x 32, seeds 1-3.")
     out = {"benchmark": "trelm", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "git_commit": commit, "machine": f"{platform.machine()}, 2 CPU threads, device cpu",
+           "git_commit": commit, "machine": f"{platform.machine()}; devices of the rows: "
+           f"{', '.join(sorted({r.get('device', 'cpu') for r in rows if r['method'] != 'trelm_alignment'}) or ['cpu'])}"
+           " (each row's `device`; timings compare only within one device)",
            "model": "minilm-l6-en", "selection": "target-dev (supervised Spanish task)", "notes": notes,
            "rows": rows}
     (results_dir / "trelm.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
