@@ -123,7 +123,7 @@ def load_corpus(cfg: CorpusConfig, tokenizer, tokenizer_file: Path, cache_dir: P
         else:
             train, heldout, report = _tokenize_file(path, tokenizer, cfg)
             (ti, tl), (hi, hl) = _flat(train), _flat(heldout)
-            tmp = cached.with_suffix(".tmp")
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")  # runs started at once each write their own
             save_file({"train_ids": ti, "train_lengths": tl, "heldout_ids": hi, "heldout_lengths": hl}, str(tmp))
             cached.with_suffix(".json").write_text(json.dumps(report))
             os.replace(tmp, cached)  # written whole or not at all

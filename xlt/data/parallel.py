@@ -114,7 +114,7 @@ def _save(rows: dict, report: dict, cached: Path) -> None:
             seqs = [item[k] for item in items]
             tensors[f"{split}_{side}_ids"] = torch.tensor([i for s in seqs for i in s], dtype=torch.int32)
             tensors[f"{split}_{side}_lengths"] = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-    tmp = cached.with_suffix(".tmp")
+    tmp = cached.with_suffix(f".{os.getpid()}.tmp")  # runs started at once each write their own
     save_file(tensors, str(tmp))
     cached.with_suffix(".json").write_text(json.dumps(report))
     os.replace(tmp, cached)  # written whole or not at all
