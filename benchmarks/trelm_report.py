@@ -109,22 +109,22 @@ def markdown(out: dict) -> str:
     if pre:
         lines += ["", "## Pre-training: held-out BPW (lower is better) and cost, after each phase", "",
                   "| variant | phase | steps | es BPW | en BPW | CdLM s2t acc | CdLM t2s acc | sentences | wall-clock s "
-                  "| tokens/s |", "|---" * 10 + "|"]
+                  "| tokens/s | device |", "|---" * 11 + "|"]
         for r in pre:
             def cell(key, pct=False):
                 return "–" if key not in r else (f"{100 * r[key]:.1f}" if pct else f"{r[key]:.3f}")
             lines.append(f"| {r['variant']} | {r['phase']} | {r['steps']} | {cell('heldout_es_bpw')} | "
                          f"{cell('heldout_en_bpw')} | {cell('heldout_cdlm_s2t_accuracy', True)} | "
                          f"{cell('heldout_cdlm_t2s_accuracy', True)} | {r['train_sentences']} | "
-                         f"{r['train_seconds']:.0f} | {r['tokens_per_second']:.0f} |")
+                         f"{r['train_seconds']:.0f} | {r['tokens_per_second']:.0f} | {r.get('device', 'cpu')} |")
     fine = [r for r in rows if r["method"] == "target_trained" and r["lang"] == "es"]
     if fine:
         variants = [v for v in ("migrated", "unmigrated", "from_scratch", "multilingual", "without_cdlm",
                                 "random_init") if any(r["variant"] == v for r in fine)]
         lines += ["", "## MTOD es test (trained and selected on Spanish; mean ± std over seeds)", "",
-                  "| variant | " + " | ".join(METRICS) + " | seeds |", "|---" * (len(METRICS) + 2) + "|"]
+                  "| variant | " + " | ".join(METRICS) + " | seeds | device |", "|---" * (len(METRICS) + 3) + "|"]
         for v in variants:
             got = [r for r in fine if r["variant"] == v]
             lines.append(f"| {v} | " + " | ".join(mean_std([r[m] for r in got]) for m in METRICS)
-                         + f" | {len(got)} |")
+                         + f" | {len(got)} | {', '.join(sorted({r.get('device', 'cpu') for r in got}))} |")
     return "\n".join(lines) + "\n"
