@@ -20,6 +20,7 @@ held-out source text (how much English is kept); CdLM accuracy on held-out trans
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -45,8 +46,6 @@ TASKS = ["mlm", "mlm_target", "cdlm_s2t", "cdlm_t2s"]
 
 def pairs_digest(source: list[list[int]], target: list[list[int]], n_train: int) -> str:
     """Fingerprint of the tokenized translation pairs (and where train ends): equal digests, equal alignments."""
-    import hashlib
-
     h = hashlib.sha256(str(n_train).encode())
     for a, b in zip(source, target):
         h.update(json.dumps([a, b]).encode())
@@ -124,24 +123,25 @@ class TreLM(Stage):
             raise DataError(f"corpus.parallel: {len(p.train)} training and {len(p.heldout)} held-out pairs")
         self.pairs, self.heldout_pairs, self.pair_report = p.train, p.heldout, p.report
         path = self.cfg.run_dir / "cdlm_alignments.json"
-        both_src, both_tgt = p.train.english + p.heldout.english, p.train.other + p.heldout.other
-        digest = pairs_digest(both_src, both_tgt, len(p.train))
         shared = Path(self.options.base_from).parent / "cdlm_alignments.json" if self.options.base_from else None
         if path.exists():  # kept so a resumed run reorders alike
             saved = json.loads(path.read_text())
-        elif shared is not None and shared.exists() and json.loads(shared.read_text()).get("pairs_digest") == digest:
-            # the run whose vocabulary this one shares aligned the very same sub-token pairs: its links, so the
-            # two models see identical CdLM reorderings (and eflomal is not fitted twice)
-            saved = {**json.loads(shared.read_text()), "source": f"reused from {shared}"}
-        else:  # one eflomal fit over every pair (no labels involved)
-            links = subtoken_links(both_src, both_tgt, self.tokenizer.id_to_token)
-            saved = {"pairs_digest": digest, "source": "eflomal fit", "train": links[:len(p.train)],
-                     "heldout": links[len(p.train):]}
-        self.pair_report["cdlm_alignments"] = saved.get("source", "eflomal fit")
-        if not path.exists():
+        else:
+            both_src, both_tgt = p.train.english + p.heldout.english, p.train.other + p.heldout.other
+            digest = pairs_digest(both_src, both_tgt, len(p.train))
+            theirs = json.loads(shared.read_text()) if shared is not None and shared.exists() else {}
+            if theirs.get("pairs_digest") == digest:
+                # the run whose vocabulary this one shares aligned the very same sub-token pairs: its links, so
+                # the two models see identical CdLM reorderings (and eflomal is not fitted twice)
+                saved = {**theirs, "source": f"reused from {shared}"}
+            else:  # one eflomal fit over every pair (no labels involved)
+                links = subtoken_links(both_src, both_tgt, self.tokenizer.id_to_token)
+                saved = {"pairs_digest": digest, "source": "eflomal fit", "train": links[:len(p.train)],
+                         "heldout": links[len(p.train):]}
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(saved))
             tmp.replace(path)
+        self.pair_report["cdlm_alignments"] = saved.get("source", "eflomal fit")
         self.links = [[tuple(x) for x in one] for one in saved["train"]]
         self.heldout_links = [[tuple(x) for x in one] for one in saved["heldout"]]
 

@@ -35,13 +35,14 @@ class TallTranslator:
         from safetensors.torch import load_file
 
         from xlt import zoo
+        from xlt.core.batching import inference_device
         from xlt.core.vocab import prepare_tokenizer, token_id
         from xlt.models.decoder import TiedDecoder
 
         if not model:
             raise ConfigError("translator tall needs translation.tall_model = the folder of a TALL pre-training run")
         folder = tall_model_folder(model)
-        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = inference_device()
         encoder, tokenizer, _ = zoo.load_encoder(str(folder))
         self.encoder = encoder.eval().to(self.device)
         self.tokenizer = prepare_tokenizer(tokenizer)
