@@ -41,18 +41,21 @@ def data(tmp_path):
     return d
 
 
-def trelm_cfg(data, tmp_path, *extra):
+def trelm_overrides(data, tmp_path, *extra) -> list[str]:
     steps = [f"phases.{i}.{k}={v}" for i in range(4) for k, v in (("steps", 3), ("eval_every", 3),
                                                                   ("batch_size", 4))]
-    return load_stage_config(find_config("pretrain-trelm-es"), [
-        "model.name=tiny-random", f"corpus.data_dir={data}", "corpus.heldout_lines=4",
-        "corpus.parallel.es=[parallel/en-es/p.es]", f"output_dir={tmp_path / 'runs'}", "name=trelm",
-        "options.vocabulary.vocab_size=150", "options.vocabulary.fasttext_epochs=1",
-        "options.vocabulary.refinement_iterations=1", "options.vocabulary.adversarial.epochs=1",
-        "options.vocabulary.adversarial.epoch_size=64", "options.vocabulary.adversarial.discriminator_hidden=8",
-        "options.vocabulary.adversarial.most_frequent=100", "options.eval_sequences=6", "options.eval_pairs=4",
-        "phases.1.trainable=[encoder.trilayer.*, encoder.bert.encoder.layer.1.*]",
-        "phases.2.trainable=[encoder.trilayer.*, encoder.bert.encoder.layer.0.*]", *steps, *extra])
+    return ["model.name=tiny-random", f"corpus.data_dir={data}", "corpus.heldout_lines=4",
+            "corpus.parallel.es=[parallel/en-es/p.es]", f"output_dir={tmp_path / 'runs'}", "name=trelm",
+            "options.vocabulary.vocab_size=150", "options.vocabulary.fasttext_epochs=1",
+            "options.vocabulary.refinement_iterations=1", "options.vocabulary.adversarial.epochs=1",
+            "options.vocabulary.adversarial.epoch_size=64", "options.vocabulary.adversarial.discriminator_hidden=8",
+            "options.vocabulary.adversarial.most_frequent=100", "options.eval_sequences=6", "options.eval_pairs=4",
+            "phases.1.trainable=[encoder.trilayer.*, encoder.bert.encoder.layer.1.*]",
+            "phases.2.trainable=[encoder.trilayer.*, encoder.bert.encoder.layer.0.*]", *steps, *extra]
+
+
+def trelm_cfg(data, tmp_path, *extra):
+    return load_stage_config(find_config("pretrain-trelm-es"), trelm_overrides(data, tmp_path, *extra))
 
 
 def layers(state, prefix="encoder.bert.encoder.layer."):
@@ -149,3 +152,46 @@ def test_trelm_config_errors(data, tmp_path, xlt_home):
         run_stage(trelm_cfg(data, tmp_path, "name=b", "model.trim_vocab=true"))
     with pytest.raises(ConfigError, match="cdlm_t2s"):
         run_stage(trelm_cfg(data, tmp_path, "name=c", "phases.3.start_from=[commonality, s2t]"))
+
+
+def test_trelm_two_processes_fit_the_links_once(data, tmp_path, xlt_home):
+    """``torchrun`` with two CPU processes: the base is built and eflomal fitted by the main process alone, the other
+    reads both back (before: each process fitted and both wrote one file), and CdLM trains on the shared links."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.test_multiprocess import cpu_env
+
+    phase = "phases=[{name: t, steps: 2, eval_every: 2, batch_size: 4, objectives: {cdlm_s2t: 1.0, mlm: 1.0}}]"
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           "-m", "xlt.cli", "pretrain", "pretrain-trelm-es",
+                           *trelm_overrides(data, tmp_path, "name=two", phase)],
+                          cwd=ROOT, env=cpu_env(xlt_home), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = tmp_path / "runs" / "two"
+    assert done.stdout.count("stage folder:") == 1 and not list(run.rglob("*.tmp"))
+    assert json.loads((run / "cdlm_alignments.json").read_text())["source"] == "eflomal fit"
+    ev = json.loads((run / "results.json").read_text())["phases"][0]["final_eval"]
+    assert ev["heldout_cdlm_s2t_tokens"] > 0 and (run / "model" / "trelm.safetensors").exists()
+
+
+def test_trelm_other_processes_wait_for_the_main_process_links(data, tmp_path, xlt_home, monkeypatch):
+    """A process that is not the main one never fits eflomal: it waits, then reads what the main process wrote (here
+    the main process's part is played by copying a finished run's links while it waits)."""
+    phase = "phases=[{name: t, steps: 2, eval_every: 2, batch_size: 4, objectives: {cdlm_s2t: 1.0}}]"
+    main = trelm_cfg(data, tmp_path, "name=main", phase)
+    run_stage(main)
+    written = main.run_dir / "cdlm_alignments.json"
+    other = trelm_cfg(data, tmp_path, "name=other", phase)
+
+    class OtherProcess:
+        is_main_process = False
+
+        def wait_for_everyone(self) -> None:
+            shutil.copy(written, other.run_dir / "cdlm_alignments.json")
+
+    monkeypatch.setattr("accelerate.PartialState", OtherProcess)
+    monkeypatch.setattr("xlt.stages.trelm.subtoken_links", lambda *a: pytest.fail("a second process fitted eflomal"))
+    run_stage(other)
+    assert json.loads((other.run_dir / "results.json").read_text())["export"]["pairs"]["cdlm_alignments"] == "eflomal fit"

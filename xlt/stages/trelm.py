@@ -110,6 +110,8 @@ class TreLM(Stage):
 
     # ---- data ------------------------------------------------------------------------------------------------------
     def _read_pairs(self) -> None:
+        from accelerate import PartialState
+
         from xlt import zoo
         from xlt.data.parallel import load_parallel
         from xlt.stages.trelm_base import base_folder
@@ -123,27 +125,33 @@ class TreLM(Stage):
             raise DataError(f"corpus.parallel: {len(p.train)} training and {len(p.heldout)} held-out pairs")
         self.pairs, self.heldout_pairs, self.pair_report = p.train, p.heldout, p.report
         path = self.cfg.run_dir / "cdlm_alignments.json"
-        shared = Path(self.options.base_from).parent / "cdlm_alignments.json" if self.options.base_from else None
-        if path.exists():  # kept so a resumed run reorders alike
-            saved = json.loads(path.read_text())
-        else:
-            both_src, both_tgt = p.train.english + p.heldout.english, p.train.other + p.heldout.other
-            digest = pairs_digest(both_src, both_tgt, len(p.train))
-            theirs = json.loads(shared.read_text()) if shared is not None and shared.exists() else {}
-            if theirs.get("pairs_digest") == digest:
-                # the run whose vocabulary this one shares aligned the very same sub-token pairs: its links, so
-                # the two models see identical CdLM reorderings (and eflomal is not fitted twice)
-                saved = {**theirs, "source": f"reused from {shared}"}
-            else:  # one eflomal fit over every pair (no labels involved)
-                links = subtoken_links(both_src, both_tgt, self.tokenizer.id_to_token)
-                saved = {"pairs_digest": digest, "source": "eflomal fit", "train": links[:len(p.train)],
-                         "heldout": links[len(p.train):]}
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(saved))
-            tmp.replace(path)
+        state = PartialState()  # the process group run_stage's accelerator set up (one process outside a launcher)
+        if state.is_main_process and not path.exists():  # an existing file is kept so a resumed run reorders alike
+            self._write_links(p, path)
+        # one eflomal fit, by the main process: every process reads the same links, so the shards of one batch are
+        # reordered alike (fits in several processes could differ, and raced on one file)
+        state.wait_for_everyone()
+        saved = json.loads(path.read_text())
         self.pair_report["cdlm_alignments"] = saved.get("source", "eflomal fit")
         self.links = [[tuple(x) for x in one] for one in saved["train"]]
         self.heldout_links = [[tuple(x) for x in one] for one in saved["heldout"]]
+
+    def _write_links(self, p, path: Path) -> None:
+        """Sub-token links of every training and held-out pair: one eflomal fit over all of them (no labels
+        involved), or the links of the run whose vocabulary this one shares when it aligned the very same pairs."""
+        both_src, both_tgt = p.train.english + p.heldout.english, p.train.other + p.heldout.other
+        digest = pairs_digest(both_src, both_tgt, len(p.train))
+        shared = Path(self.options.base_from).parent / "cdlm_alignments.json" if self.options.base_from else None
+        theirs = json.loads(shared.read_text()) if shared is not None and shared.exists() else {}
+        if theirs.get("pairs_digest") == digest:  # identical CdLM reorderings for both models, eflomal fitted once
+            saved = {**theirs, "source": f"reused from {shared}"}
+        else:
+            links = subtoken_links(both_src, both_tgt, self.tokenizer.id_to_token)
+            saved = {"pairs_digest": digest, "source": "eflomal fit", "train": links[:len(p.train)],
+                     "heldout": links[len(p.train):]}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(saved))
+        tmp.replace(path)  # whole or not at all: a run killed while writing fits again on resume
 
     def _sizes(self, task: str) -> list[int]:
         if task == "mlm":
