@@ -4,11 +4,15 @@ right parameters frozen in each, BPW after every phase, the export read back as 
 resume, and the vocabulary-sharing baselines (random embeddings, from scratch)."""
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.conftest import ROOT
+from tests.test_multiprocess import cpu_env
 from xlt import zoo
 from xlt.config import find_config, load_stage_config
 from xlt.models.trilayer import TreLMBackbone
@@ -157,12 +161,6 @@ def test_trelm_config_errors(data, tmp_path, xlt_home):
 def test_trelm_two_processes_fit_the_links_once(data, tmp_path, xlt_home):
     """``torchrun`` with two CPU processes: the base is built and eflomal fitted by the main process alone, the other
     reads both back (before: each process fitted and both wrote one file), and CdLM trains on the shared links."""
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-    from tests.test_multiprocess import cpu_env
-
     phase = "phases=[{name: t, steps: 2, eval_every: 2, batch_size: 4, objectives: {cdlm_s2t: 1.0, mlm: 1.0}}]"
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                            "-m", "xlt.cli", "pretrain", "pretrain-trelm-es",
