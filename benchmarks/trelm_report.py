@@ -120,8 +120,9 @@ def markdown(out: dict) -> str:
         lines += cost_table(rows)
     fine = [r for r in rows if r["method"] == "target_trained" and r["lang"] == "es"]
     if fine:
-        variants = [v for v in ("migrated", "unmigrated", "from_scratch", "multilingual", "without_cdlm",
-                                "random_init", "from_scratch_lr5e-4") if any(r["variant"] == v for r in fine)]
+        from trelm import FINE_TUNED  # the benchmark's own variant order
+
+        variants = [v for v in FINE_TUNED if any(r["variant"] == v for r in fine)]
         lines += ["", "## MTOD es test (trained and selected on Spanish; mean ± std over seeds)", "",
                   "Paired = the difference to `unmigrated` fine-tuned with the same seed (same data order and head "
                   "initialisation), averaged over the seeds both have.", "",
