@@ -120,6 +120,27 @@ def tiny_cfg(tiny_data, xlt_home, tmp_path):
     return make
 
 
+@pytest.fixture(scope="session")
+def served(tiny_data, xlt_home, tmp_path_factory):
+    """A tiny intent + slot run, its PyTorch predictor and its ONNX export (fp32 + int8)."""
+    from xlt.config import find_config, load_config
+    from xlt.evaluate import evaluate_run
+    from xlt.serve.export import export_run
+    from xlt.serve.predictor import OnnxPredictor
+    from xlt.serve.torch_predictor import TorchPredictor
+    from xlt.train import train
+
+    root = tmp_path_factory.mktemp("serve")
+    cfg = load_config(find_config("tiny"), [f"data.data_dir={tiny_data}", f"output_dir={root}", "name=served",
+                                            "data.train_subset=0", "data.dedup=false", "data.eval_langs=[en,de,ja]",
+                                            "train.max_steps=6", "train.eval_every=3"])
+    run_dir = train(cfg)
+    evaluate_run(run_dir)  # results.json: what GET /info and the export's metadata show
+    report = export_run(run_dir, root / "export", int8=True)
+    return {"run": run_dir, "export": root / "export", "report": report, "torch": TorchPredictor(run_dir),
+            "onnx": OnnxPredictor(root / "export", "model.onnx"), "int8": OnnxPredictor(root / "export")}
+
+
 def setup_run(cfg):
     """(ctx, method, data, model, tokenizer) of a run config, as ``xlt.train.train`` builds them."""
     from xlt import zoo

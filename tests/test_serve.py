@@ -42,27 +42,6 @@ def test_words_from_presplit_words_round_trip():
     assert w.text == "東京 の 天気" and w.words == ["東京", "の", "天気"]
 
 
-@pytest.fixture(scope="module")
-def served(tiny_data, xlt_home, tmp_path_factory):
-    """A tiny intent + slot run, its PyTorch predictor and its ONNX export (fp32 + int8)."""
-    from xlt.config import find_config, load_config
-    from xlt.evaluate import evaluate_run
-    from xlt.serve.export import export_run
-    from xlt.serve.predictor import OnnxPredictor
-    from xlt.serve.torch_predictor import TorchPredictor
-    from xlt.train import train
-
-    root = tmp_path_factory.mktemp("serve")
-    cfg = load_config(find_config("tiny"), [f"data.data_dir={tiny_data}", f"output_dir={root}", "name=served",
-                                            "data.train_subset=0", "data.dedup=false", "data.eval_langs=[en,de,ja]",
-                                            "train.max_steps=6", "train.eval_every=3"])
-    run_dir = train(cfg)
-    evaluate_run(run_dir)  # results.json: what GET /info and the export's metadata show
-    report = export_run(run_dir, root / "export", int8=True)
-    return {"run": run_dir, "export": root / "export", "report": report, "torch": TorchPredictor(run_dir),
-            "onnx": OnnxPredictor(root / "export", "model.onnx"), "int8": OnnxPredictor(root / "export")}
-
-
 @pytest.mark.parametrize("lang", sorted(RAW))
 def test_raw_text_gives_slots_whose_offsets_slice_the_original_string(served, lang):
     text = RAW[lang]

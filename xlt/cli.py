@@ -57,7 +57,7 @@ def cmd_train(args) -> None:
     from xlt.train import train
 
     cfg = load_config(find_config(args.config), args.overrides)
-    run_dir = train(cfg, resume=args.resume)
+    run_dir = train(cfg, resume=args.resume, overwrite=args.overwrite)
     accelerator = make_accelerator()
     evaluate_run(run_dir, accelerator=accelerator)
     if _main_process(accelerator):
@@ -71,7 +71,7 @@ def cmd_pretrain(args) -> None:
     from xlt.stages import run_stage
 
     cfg = load_stage_config(find_config(args.config), args.overrides)
-    out = run_stage(cfg, resume=args.resume)
+    out = run_stage(cfg, resume=args.resume, overwrite=args.overwrite)
     if _main_process(make_accelerator()):  # under torchrun / accelerate launch: the main process speaks
         print(f"stage folder: {cfg.run_dir}; encoder for fine-tuning: model.name={out}")
 
@@ -180,6 +180,27 @@ def cmd_demo(args) -> None:
     print(f"demo finished in {(time.time() - t0) / 60:.1f} min; run folder: {run_dir}")
 
 
+def _positive(kind: type):
+    """An argparse type: a number of ``kind`` that must be > 0 (a bad value is one ``xlt ...: error:`` line)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text} is out of range (must be > 0)")
+        return value
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def _port(text: str) -> int:
+    value = _positive(int)(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (a port is 1 to 65535)")
+    return value
+
+
 def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     """``with_catalog=False`` leaves the --help catalog out: building it imports torch and every registry, which
     ``xlt predict`` / ``xlt serve`` of an ONNX export must not pay for."""
@@ -192,13 +213,16 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
                        epilog=catalog, formatter_class=fmt)
     p.add_argument("config")
     p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. train.lr=1e-4 data.dataset=xnli")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run from RUN_DIR/last")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run from RUN_DIR/last (a run "
+                   "that stopped before its first checkpoint starts afresh)")
+    p.add_argument("--overwrite", action="store_true", help="delete an existing run folder of that name first")
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("pretrain", help="run a pre-training stage (continued MLM, ...): writes an encoder folder "
                        "that fine-tuning takes as model.name=RUN_DIR/model", epilog=catalog, formatter_class=fmt)
     p.add_argument("config")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. phases.0.steps=100")
     p.add_argument("--resume", action="store_true", help="continue an interrupted stage")
+    p.add_argument("--overwrite", action="store_true", help="delete an existing stage folder of that name first")
     p.set_defaults(func=cmd_pretrain)
     p = sub.add_parser("eval", help="evaluate a run's best checkpoint per language")
     p.add_argument("run_dir")
@@ -216,7 +240,7 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--input", help="a .txt (one text a line) or .jsonl ({\"text\": ...} a line) file to predict")
     p.add_argument("--output", help="the JSONL file --input writes (resumes: lines already there are skipped)")
     p.add_argument("--lang", help="language code recorded with each text")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=_positive(int), default=32)
     p.add_argument("--graph", help="of an export folder: model.onnx or model.int8.onnx (default: the last made)")
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("export", help="export a trained run to a self-contained ONNX folder (+ int8), with a "
@@ -224,19 +248,19 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--out", required=True, help="the export folder")
     p.add_argument("--int8", action="store_true", help="also write a dynamically int8-quantized graph")
-    p.add_argument("--parity-examples", type=int, default=2000, help="dev examples compared (default 2000)")
+    p.add_argument("--parity-examples", type=_positive(int), default=2000, help="dev examples compared (default 2000)")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("serve", help="HTTP server: POST /predict, GET /health, GET /info, docs at /docs")
     p.add_argument("path", help="a trained run folder or an `xlt export` folder")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--workers", type=int, default=1, help="server processes (each loads the model)")
+    p.add_argument("--port", type=_port, default=8000)
+    p.add_argument("--workers", type=_positive(int), default=1, help="server processes (each loads the model)")
     p.add_argument("--graph", help="of an export folder: model.onnx or model.int8.onnx")
-    p.add_argument("--max-texts", type=int, default=64, help="texts per request (413 above)")
-    p.add_argument("--max-chars", type=int, default=2000, help="characters per text (413 above)")
-    p.add_argument("--max-body-bytes", type=int, default=262_144, help="request body size (413 above)")
-    p.add_argument("--max-batch", type=int, default=64, help="texts the micro-batcher joins into one batch")
-    p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a batch waits for more requests")
+    p.add_argument("--max-texts", type=_positive(int), default=64, help="texts per request (413 above)")
+    p.add_argument("--max-chars", type=_positive(int), default=2000, help="characters per text (413 above)")
+    p.add_argument("--max-body-bytes", type=_positive(int), default=262_144, help="request body size (413 above)")
+    p.add_argument("--max-batch", type=_positive(int), default=64, help="texts the micro-batcher joins into one batch")
+    p.add_argument("--max-wait-ms", type=_positive(float), default=5.0, help="how long a batch waits for more requests")
     p.set_defaults(func=cmd_serve)
     p = sub.add_parser("translate", help="translate labelled intent + slot data and project its slot labels")
     p.add_argument("file", help="xSID .text (+ .label), .conll, MASSIVE .jsonl or MTOD .tsv")
@@ -263,7 +287,15 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(with_catalog=any(a in ("-h", "--help") for a in argv)).parse_args(argv)
+    parser = build_parser(with_catalog=any(a in ("-h", "--help") for a in argv))
+    # options may come between or after the free arguments (``xlt predict RUN --lang ja "text"``, ``xlt train CFG
+    # --resume a=b``): what argparse leaves over joins the command's list of texts / overrides
+    args, extra = parser.parse_known_args(argv)
+    rest = {"predict": "texts"}.get(args.command, "overrides")
+    if extra:
+        if not hasattr(args, rest) or any(a.startswith("-") for a in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        getattr(args, rest).extend(extra)
     try:
         args.func(args)
     except XltError as err:

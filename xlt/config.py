@@ -17,12 +17,54 @@ import yaml
 from xlt.errors import ConfigError
 
 
+@dataclass(frozen=True)
+class Range:
+    """The allowed values of a numeric setting: ``low`` <= v (or < v with ``low_open``), v <= ``high`` (or <)."""
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def allows(self, value: float) -> bool:
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
+
+    def __str__(self) -> str:
+        parts = [f"{'>' if self.low_open else '>='} {self.low:g}"] if self.low is not None else []
+        parts += [f"{'<' if self.high_open else '<='} {self.high:g}"] if self.high is not None else []
+        return " and ".join(parts) or "any number"
+
+
+# a numeric setting without its own range is a count, size, rate or weight: it must be >= 0
+DEFAULT_RANGE = Range(low=0)
+
+
+def ranged(default: Any, low: float | None = None, high: float | None = None, *, above: float | None = None,
+           below: float | None = None, any_value: bool = False) -> Any:
+    """A dataclass field whose value is checked when a config is read: ``low``/``high`` inclusive bounds,
+    ``above``/``below`` exclusive ones, ``any_value`` no bound (e.g. a negative sentinel)."""
+    rng = Range() if any_value else Range(above if above is not None else low, below if below is not None else high,
+                                          above is not None, below is not None)
+    return field(default=default, metadata={"range": rng})
+
+
+def positive(default: Any) -> Any:
+    """A size, count of steps or rate that must be > 0."""
+    return ranged(default, above=0)
+
+
+def fraction(default: float) -> Any:
+    """A probability or ratio in [0, 1]."""
+    return ranged(default, 0, 1)
+
+
 @dataclass
 class ModelConfig:
     name: str = "multilingual-e5-small"  # zoo name or path to a HF folder (e.g. a pre-training stage's RUN_DIR/model)
     init_from: str = ""  # folder with model.safetensors: encoder weights loaded over ``name``'s (keys/shapes checked)
     pooling: str = "mean"  # "mean" (how e5 was trained) or "cls"
-    dropout: float = 0.1
+    dropout: float = ranged(0.1, 0, below=1)
     freeze_embeddings: bool = True
     trim_vocab: bool = True  # keep only embedding rows the run's data uses (exact: rows are copied unchanged)
 
@@ -36,7 +78,7 @@ class DataConfig:
     eval_langs: list[str] = field(default_factory=lambda: ["en", "de", "da", "ja", "kk"])
     dedup: bool = True  # drop exact duplicate training examples (count reported)
     orphan_policy: str = "to_b"  # orphan I- tags: "to_b" (repair) or "skip" (drop utterance)
-    max_length: int = 64  # longest training input in sub-tokens; longer examples are skipped and counted
+    max_length: int = positive(64)  # longest training input in sub-tokens; longer examples are skipped and counted
     train_subset: int = 0  # >0: a seeded random subset of this many training examples (stated in reports)
 
 
@@ -44,14 +86,14 @@ class DataConfig:
 class TrainConfig:
     method: str = "zero_shot"
     seed: int = 1
-    batch_size: int = 32
-    eval_batch_size: int = 128
-    lr: float = 3e-4
+    batch_size: int = positive(32)
+    eval_batch_size: int = positive(128)
+    lr: float = positive(3e-4)
     weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    max_steps: int = 600
-    grad_clip: float = 1.0
-    eval_every: int = 100  # evaluate on the source-language dev set and checkpoint every N steps
+    warmup_ratio: float = fraction(0.1)
+    max_steps: int = positive(600)
+    grad_clip: float = 1.0  # 0 = no clipping
+    eval_every: int = positive(100)  # evaluate on the source-language dev set and checkpoint every N steps
     patience: int = 0  # stop after N evaluations without improvement (0 = never)
     # linear: warmup then linear decay.  halve_on_plateau (TALL, Xia et al. 2021): warmup then constant; an
     # evaluation that does not improve restores the best model and halves the rate; `patience` such cancelled
@@ -63,7 +105,7 @@ class TrainConfig:
     # dynamic loss scaling, its state kept in the checkpoint); weights, optimizer state and checkpoints stay fp32.
     # ("fp32", not accelerate's "no": YAML reads a bare no as false)
     mixed_precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    bucket_size: int = 50  # batches per length-sorted bucket (dynamic padding)
+    bucket_size: int = positive(50)  # batches per length-sorted bucket (dynamic padding)
 
 
 @dataclass
@@ -168,13 +210,26 @@ def from_dict(cls: type, data: dict, where: str = "config:") -> Any:
         raise ConfigError(f"{source}: unknown key(s) {keys}; allowed in {section or 'the top level'}: "
                           f"{', '.join(sorted(names))}")
     kwargs = {}
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     for key, value in data.items():
         hint = hints[key]
         if dataclasses.is_dataclass(hint):
             kwargs[key] = from_dict(hint, value, _key(where, key))
         else:
-            kwargs[key] = _check_type(value, hint, _key(where, key))
+            value = _check_type(value, hint, _key(where, key))
+            kwargs[key] = value if hint is dict else _check_range(value, fields[key], _key(where, key))
     return cls(**kwargs)
+
+
+def _check_range(value: Any, spec: dataclasses.Field, where: str) -> Any:
+    """Every int / float setting (alone, or inside a typed list or mapping) lies in its field's range
+    (DEFAULT_RANGE where the field names none); an untyped ``options`` mapping is checked by its typed class."""
+    rng = spec.metadata.get("range", DEFAULT_RANGE)
+    numbers = (value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else [value])
+    for v in numbers:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not rng.allows(v):
+            raise ConfigError(f"{where}: {v!r} is out of range (must be {rng})")
+    return value
 
 
 def resolve_method_options(cfg: "RunConfig", where: str = "config:") -> "RunConfig":
@@ -233,20 +288,20 @@ class CorpusConfig:
     parallel: dict[str, list[str]] = field(default_factory=dict)
     heldout_lines: int = 500  # the last N lines of each file: held out for evaluation, never trained on
     max_lines: int = 0  # >0: read at most this many training lines per file (stated in the report)
-    max_length: int = 64  # sub-tokens per training sequence; longer lines are split into pieces (counted)
+    max_length: int = positive(64)  # sub-tokens per training sequence; longer lines are split into pieces (counted)
 
 
 @dataclass
 class PhaseConfig:
     """One phase of a stage: objectives with weights (a batch of each in turn), trainable-parameter patterns."""
     name: str = "main"
-    steps: int = 1000
-    lr: float = 5e-5
-    batch_size: int = 32
-    warmup_ratio: float = 0.06
+    steps: int = positive(1000)
+    lr: float = positive(5e-5)
+    batch_size: int = positive(32)
+    warmup_ratio: float = fraction(0.06)
     weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    eval_every: int = 250
+    grad_clip: float = 1.0  # 0 = no clipping
+    eval_every: int = positive(250)
     objectives: dict[str, float] = field(default_factory=lambda: {"mlm": 1.0})
     # fnmatch patterns over parameter names ("encoder.*", "objectives.mlm.*"); the rest is frozen
     trainable: list[str] = field(default_factory=lambda: ["*"])
@@ -269,7 +324,7 @@ class StageConfig:
     seed: int = 1
     threads: int = 0
     mixed_precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # as train.mixed_precision of fine-tuning
-    eval_batch_size: int = 64
+    eval_batch_size: int = positive(64)
     model: StageModelConfig = field(default_factory=StageModelConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     phases: list[PhaseConfig] = field(default_factory=lambda: [PhaseConfig()])

@@ -22,21 +22,43 @@ from xlt.pipeline import build_model, make_run, pad_id, prepare_data, save_run_m
 from xlt.predict import predict
 
 
-def check_run_dir(run_dir: Path, resume: bool) -> None:
+def check_run_dir(run_dir: Path, resume: bool, overwrite: bool = False, main: bool = True) -> bool:
+    """Whether the run continues from ``RUN_DIR/last``.  ``overwrite`` deletes an existing run folder first; a
+    ``resume`` of a run that died before its first checkpoint (no ``last``, never finished) starts it afresh.
+    ``main``: this is the main process (the only one that deletes or speaks)."""
+    if overwrite and resume:
+        raise XltError("--resume and --overwrite contradict each other: pass one")
+    if overwrite and run_dir.exists():
+        if not (run_dir / "config.yaml").exists() and any(run_dir.iterdir()):
+            raise XltError(f"{run_dir} holds files but no run (no config.yaml): not deleting it; choose another "
+                           "name (name=...) / output_dir")
+        if main:
+            shutil.rmtree(run_dir)
+            print(f"--overwrite: deleted the run folder {run_dir}")
+        return False
     if run_dir.exists() and any(run_dir.iterdir()) and not resume:
-        raise XltError(f"{run_dir} already holds a run: pass --resume to continue it, or choose another name "
-                       "(name=...) / output_dir")
-    if resume and not (run_dir / "last").exists():
-        raise XltError(f"{run_dir / 'last'}: nothing to resume")
+        raise XltError(f"{run_dir} already holds a run: pass --resume to continue it (a run that died before its "
+                       "first checkpoint starts afresh), --overwrite to delete it and start over, or choose another "
+                       "name (name=...) / output_dir")
+    if not resume or (run_dir / "last").exists():
+        return resume
+    if (run_dir / "train_summary.json").exists() or (run_dir / "best").exists():
+        raise XltError(f"{run_dir / 'last'}: nothing to resume (the run {'finished' if (run_dir / 'train_summary.json').exists() else 'has a best checkpoint but no resumable one'}); "
+                       "pass --overwrite to train it again, or choose another name (name=...)")
+    if main:
+        print(f"--resume: {run_dir} has no checkpoint yet (the run stopped before its first one): starting it afresh")
+    return False
 
 
-def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None) -> Path:
+def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None, overwrite: bool = False) -> Path:
     """Train (or resume) the run described by ``cfg``; returns the run directory.
 
-    ``stop_after``: leave the loop after this many optimizer steps as if interrupted (used by tests)."""
+    ``stop_after``: leave the loop after this many optimizer steps as if interrupted (used by tests);
+    ``overwrite``: delete an existing run folder of that name first."""
     run_dir = cfg.run_dir
-    check_run_dir(run_dir, resume)
     accelerator = make_accelerator(cfg.train.mixed_precision)
+    resume = check_run_dir(run_dir, resume, overwrite, accelerator.is_main_process)
+    accelerator.wait_for_everyone()
     threads = configure_threads(cfg.train.threads, accelerator.num_processes)
     set_seed(cfg.train.seed)
     ctx, method = make_run(cfg)

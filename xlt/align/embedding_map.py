@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from xlt.config import positive, ranged
+
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
     return nn.functional.normalize(x, dim=-1)
@@ -114,17 +116,17 @@ def mean_cosine(mapped: torch.Tensor, target: torch.Tensor, words: int = 10000, 
 @dataclass
 class AdversarialSettings:
     epochs: int = 5
-    epoch_size: int = 100_000  # examples per epoch (MUSE: 1M; this machine has 2 cores)
-    batch_size: int = 32
+    epoch_size: int = positive(100_000)  # examples per epoch (MUSE: 1M; this machine has 2 cores)
+    batch_size: int = positive(32)
     discriminator_steps: int = 5
-    discriminator_hidden: int = 2048
-    discriminator_input_dropout: float = 0.1
-    smooth: float = 0.1
+    discriminator_hidden: int = positive(2048)
+    discriminator_input_dropout: float = ranged(0.1, 0, below=1)
+    smooth: float = ranged(0.1, 0, below=0.5)
     most_frequent: int = 75000
     beta: float = 0.001  # orthogonalisation (TreLM's MUSE setting)
-    lr: float = 0.1  # SGD for both, decayed by lr_decay each epoch, shrunk when the criterion drops
-    lr_decay: float = 0.98
-    lr_shrink: float = 0.5
+    lr: float = positive(0.1)  # SGD for both, decayed by lr_decay each epoch, shrunk when the criterion drops
+    lr_decay: float = ranged(0.98, above=0, high=1)
+    lr_shrink: float = ranged(0.5, above=0, high=1)
     seed: int = 1
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from xlt.config import positive
 from xlt.align.embedding_map import (AdversarialSettings, adversarial_map, heldout_anchor_precision, precision_at_1,
                                      procrustes, refine)
 from xlt.errors import DataError
@@ -37,9 +38,9 @@ from xlt.errors import DataError
 
 @dataclass
 class VocabularySettings:
-    vocab_size: int = 30000
+    vocab_size: int = positive(30000)
     max_lines: int = 0  # per file, 0 = all
-    fasttext_epochs: int = 5
+    fasttext_epochs: int = positive(5)
     refinement_iterations: int = 5
     alignment: Literal["adversarial", "identical_strings"] = "identical_strings"  # the map that initialises
     # entries spelled as in the English vocabulary keep the English model's own row (exact, not mapped)

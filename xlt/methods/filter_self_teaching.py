@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from xlt.config import positive, ranged
 from xlt.config import load_config
 from xlt.core.batching import Encoded, collate
 from xlt.errors import ConfigError
@@ -31,8 +32,8 @@ class SelfTeachingOptions:
     local_layers: int = 1
     fusion_layers: int = 5
     target_weight: float = 0.5  # λ
-    kl_weight: float = -1.0  # < 0: 1 − λ
-    temperature: float = 1.0
+    kl_weight: float = ranged(-1.0, any_value=True)  # < 0: 1 − λ
+    temperature: float = positive(1.0)
 
 
 @torch.no_grad()

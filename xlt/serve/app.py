@@ -7,7 +7,8 @@
 
 Limits, each answered with a 4xx and ``{"error": ..., "limit": NAME, "max": N}``: ``max_body_bytes`` (413),
 ``max_texts`` per request (413), ``max_chars`` per text (413); a text the model cannot take (empty, a pair that is
-not two texts, too long a pair) is 422 naming it; malformed JSON or a wrong schema is 422.
+not two texts, too long a pair, a lone surrogate) is 422 naming it; malformed JSON, invalid UTF-8, JSON nested too
+deeply, a wrong schema or an unknown key is 422.  Every error, 404 and 405 included, is ``{"error": ...}``.
 
 Micro-batching: requests from concurrent clients wait in one queue; a single worker takes what is there (up to
 ``max_batch`` texts, waiting at most ``max_wait_ms`` for more) and predicts it as one length-bucketed batch in a
@@ -23,7 +24,8 @@ from dataclasses import asdict, dataclass
 from fastapi import FastAPI, Request as HttpRequest
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from xlt.serve.predictor import Predictor, Request
 from xlt.serve.words import InputError
@@ -39,6 +41,7 @@ class Limits:
 
 
 class PredictBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an unknown key (a typo of "texts", say) is a 422, not ignored
     text: str | list[str] | None = None
     texts: list[str | list[str]] | None = None
     lang: str | None = None
@@ -129,6 +132,15 @@ def create_app(predictor: Predictor, limits: Limits | None = None) -> FastAPI:
     async def invalid(request: HttpRequest, err: RequestValidationError):
         where = "; ".join(f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg')}" for e in err.errors()[:3])
         return _error(422, f"malformed request: {where}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: HttpRequest, err: StarletteHTTPException):
+        # FastAPI answers a body it cannot parse (invalid UTF-8, JSON nested too deeply) with 400 {"detail"}: one
+        # error shape everywhere, and a request the server cannot read is a malformed one (422)
+        if err.status_code == 400:
+            return _error(422, f"malformed request: the body is not readable JSON ({err.detail}; invalid UTF-8, or "
+                          f"nested too deeply?)")
+        return _error(err.status_code, str(err.detail))
 
     @app.exception_handler(LimitExceeded)
     async def too_big(request: HttpRequest, err: LimitExceeded):

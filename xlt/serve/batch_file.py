@@ -5,10 +5,14 @@ a line with ``"text"`` (str, or [first, second]) or ``"words"``, optional ``"lan
 Every input line gives exactly one output line, in order, with its ``"line"`` number: a prediction, or ``"error"``
 naming ``file:line`` and the problem (invalid UTF-8, bad JSON, empty text, ...).  Lines are read in chunks, each
 chunk predicted in length-bucketed batches and flushed, so an interrupted run resumes where it stopped: lines
-already in the output are skipped (a half-written last line is cut off first).
+already in the output are skipped (a half-written last line is cut off first).  Beside the output,
+``OUT.jsonl.input.json`` records what was read (input path, lines, bytes, sha256 of those bytes), written before each
+chunk's answers: a resume checks the input still starts with exactly those bytes and refuses an output that was
+written from another input.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -61,6 +65,45 @@ def parse_line(raw: bytes, where: str, jsonl: bool, lang: str | None, pair: bool
     return req, ({"id": obj["id"]} if "id" in obj else {})
 
 
+def _record_path(output: Path) -> Path:
+    return output.with_name(output.name + ".input.json")
+
+
+def _check_same_input(input_path: Path, output: Path, done: int) -> None:
+    """Refuse to append to ``output`` unless its record says it was written from the lines ``input_path`` starts
+    with (same bytes, by sha256)."""
+    record_path = _record_path(output)
+    if not record_path.exists():
+        if done:
+            raise DataError(f"{output} already has {done} lines but no record of the input they came from "
+                            f"({record_path.name} is missing): use another --output, or delete it to start over")
+        return
+    try:
+        record = json.loads(record_path.read_text())
+        lines, size, digest = int(record["lines"]), int(record["bytes"]), str(record["sha256"])
+    except (ValueError, KeyError, TypeError):
+        raise DataError(f"{record_path}: unreadable record of the input; delete it and {output} to start over") from None
+    hasher, read, n = hashlib.sha256(), 0, 0
+    with open(input_path, "rb") as f:
+        while n < lines and read <= size:
+            raw = f.readline()
+            if not raw:
+                break
+            hasher.update(raw)
+            read, n = read + len(raw), n + 1
+    if lines < done or n != lines or read != size or hasher.hexdigest() != digest:
+        raise DataError(f"{output} was written from another input ({record.get('input')}: its first {lines} lines, "
+                        f"{size} bytes, sha256 {digest[:12]}...; {input_path} differs): use another --output, or "
+                        f"delete it (and {record_path.name}) to start over")
+
+
+def _write_record(input_path: Path, output: Path, lines: int, size: int, hasher) -> None:
+    tmp = _record_path(output).with_suffix(".tmp")
+    tmp.write_text(json.dumps({"input": str(input_path), "lines": lines, "bytes": size,
+                               "sha256": hasher.hexdigest()}))
+    tmp.replace(_record_path(output))  # whole or not at all
+
+
 def predict_file(predictor: Predictor, input_path: Path, output: Path, lang: str | None = None,
                  chunk: int = 512, progress: bool = True) -> dict:
     """Predict every line of ``input_path`` into ``output`` (JSONL), resuming; returns counts and throughput."""
@@ -74,21 +117,33 @@ def predict_file(predictor: Predictor, input_path: Path, output: Path, lang: str
     if done > total:
         raise DataError(f"{output} has {done} lines but {input_path} only {total}: not its output (use another "
                         f"--output)")
+    _check_same_input(input_path, output, done)
     stats = {"lines": total, "skipped_done": done, "predicted": 0, "errors": 0}
     t0 = time.time()
     bar = tqdm(total=total, initial=done, unit="line", disable=not progress, file=sys.stderr)
+    hasher, size = hashlib.sha256(), 0
     with open(input_path, "rb") as src, open(output, "a", encoding="utf-8") as dst:
         for _ in range(done):
-            src.readline()
+            raw = src.readline()
+            hasher.update(raw)
+            size += len(raw)
         line_no = done
         while True:
             raws = [r for r in (src.readline() for _ in range(chunk)) if r]
             if not raws:
                 break
+            for raw in raws:
+                hasher.update(raw)
+                size += len(raw)
+            # the record first: it always covers every line the output holds
+            _write_record(input_path, output, line_no + len(raws), size, hasher)
             answers = _predict_chunk(predictor, raws, line_no, str(input_path), jsonl, lang)
             for answer in answers:
                 stats["errors" if "error" in answer else "predicted"] += 1
-                dst.write(json.dumps(answer, ensure_ascii=False) + "\n")
+                try:
+                    dst.write(json.dumps(answer, ensure_ascii=False) + "\n")
+                except UnicodeEncodeError:  # a lone surrogate in a copied "id": escaped instead
+                    dst.write(json.dumps(answer) + "\n")
             dst.flush()
             os.fsync(dst.fileno())
             line_no += len(raws)

@@ -71,6 +71,16 @@ def language_index(setting: dict, lang: str | None) -> int:
     return languages.index(lang)
 
 
+def check_unicode(text: str, what: str = "text") -> None:
+    """A str that UTF-8 cannot encode holds a lone surrogate (from JSON ``"\\ud800"`` or from undecodable bytes on the
+    command line): ``InputError`` naming it and where, instead of a tokenizer's TypeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InputError(f"{what} is not valid Unicode: a lone surrogate U+{ord(text[err.start]):04X} at character "
+                         f"{err.start + 1} (invalid UTF-8 bytes, or an unpaired \\u escape)") from None
+
+
 class Predictor:
     """``labels``: the run's label vocabularies; ``spec``: ``Task.serving_spec()``; ``max_tokens``: encoder
     positions; ``info``: what ``GET /info`` shows."""
@@ -110,6 +120,10 @@ class Predictor:
         if self.fusion and req.lang not in (None, t["source_lang"], t["target_lang"]):
             raise InputError(f"this model reads its input with a {t['backend']} translation between "
                              f"{t['source_lang']} and {t['target_lang']}: lang must be one of them, not {req.lang!r}")
+        for i, text in enumerate(req.texts):
+            check_unicode(text, "text" if len(req.texts) == 1 else f"text {i + 1} of the pair")
+        for i, word in enumerate(req.words or []):
+            check_unicode(word, f"word {i + 1}")
         if self.spec["input"] == "pair":
             return self._prepare_pair(req)
         if req.words is not None:
@@ -263,9 +277,13 @@ class OnnxPredictor(Predictor):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        from xlt.errors import ConfigError
+
         folder = Path(folder)
         meta = json.loads((folder / "xlt_export.json").read_text())
         self.graph = graph or meta["default_graph"]
+        if self.graph not in meta["graphs"] or not (folder / self.graph).is_file():
+            raise ConfigError(f"{folder}: no graph {self.graph!r} in this export (it has: {', '.join(g for g in meta['graphs'] if (folder / g).is_file()) or 'none'})")
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from xlt.errors import XltError
 from xlt.registry import Registry
 
 
@@ -126,9 +127,10 @@ def set_trainable(model: nn.Module, patterns: list[str]) -> dict:
     return counts
 
 
-def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = None) -> Path:
+def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = None, overwrite: bool = False) -> Path:
     """Run (or resume) every phase of a stage; returns the exported encoder folder ``RUN_DIR/model``.
-    ``stop_after=(phase index, steps)``: leave as if interrupted there (tests)."""
+    ``stop_after=(phase index, steps)``: leave as if interrupted there (tests); ``overwrite``: delete an existing
+    stage folder of that name first."""
     from accelerate import DistributedDataParallelKwargs
     from accelerate.utils import set_seed
 
@@ -142,11 +144,14 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
 
     run_dir = cfg.run_dir
     _check_start_from(cfg)  # config errors before any data is read
-    if not resume or not (run_dir / "config.yaml").exists():
-        check_run_dir(run_dir, resume=False)
     objectives_used = {o for p in cfg.phases for o in p.objectives}
     accelerator = make_accelerator(cfg.mixed_precision, kwargs_handlers=[DistributedDataParallelKwargs(
         find_unused_parameters=len(objectives_used) > 1)])
+    if overwrite and resume:
+        raise XltError("--resume and --overwrite contradict each other: pass one")
+    if overwrite or not resume or not (run_dir / "config.yaml").exists():  # a stage resumes phase by phase
+        resume = check_run_dir(run_dir, False, overwrite, accelerator.is_main_process)
+    accelerator.wait_for_everyone()
     configure_threads(cfg.threads, accelerator.num_processes)
     set_seed(cfg.seed)
     stage_class = get_stage(cfg.stage)

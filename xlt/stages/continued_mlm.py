@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from xlt.config import positive, ranged
 from xlt.core.batching import IGNORE, length_bucketed_batches, pad_ids
 from xlt.core.vocab import token_id
 from xlt.losses.mlm import MaskedLanguageModel, mask_tokens, save_mlm_head
@@ -24,10 +25,10 @@ from xlt.stages import PretrainModel, Stage
 
 @dataclass
 class ContinuedMLMOptions:
-    mask_prob: float = 0.15
+    mask_prob: float = ranged(0.15, above=0, high=1)
     eval_sequences: int = 1000  # held-out sequences for the held-out MLM loss (fixed masking)
     pppl_sequences: int = 100  # held-out sequences for pseudo-perplexity (one forward pass per token)
-    bucket_size: int = 50
+    bucket_size: int = positive(50)
 
 
 

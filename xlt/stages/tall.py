@@ -23,6 +23,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
+from xlt.config import positive, ranged
 from xlt.core.batching import length_bucketed_batches, pad_ids
 from xlt.core.vocab import token_id
 from xlt.errors import ConfigError
@@ -35,18 +36,18 @@ from xlt.stages.translation_eval import TranslationEval, read_lines
 @dataclass
 class TallOptions:
     languages: list[str] = field(default_factory=lambda: ["en", "ja"])  # the pair; corpus.langs names their files
-    decoder_layers: int = 2
-    decoder_heads: int = 6
-    decoder_ffn: int = 1536
+    decoder_layers: int = positive(2)
+    decoder_heads: int = positive(6)
+    decoder_ffn: int = positive(1536)
     # "random": all new; "encoder": self-attention and feed-forward layers from the encoder's first layers (XLM's
     # recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
     decoder_init: str = "random"
-    decoder_dropout: float = 0.1
-    max_decode_length: int = 64  # generated tokens at most (back-translation and evaluation)
-    word_dropout: float = 0.1  # DAE noise (Lample et al. 2018b: 0.1, shuffle window 3)
+    decoder_dropout: float = ranged(0.1, 0, below=1)
+    max_decode_length: int = positive(64)  # generated tokens at most (back-translation and evaluation)
+    word_dropout: float = ranged(0.1, 0, below=1)  # DAE noise (Lample et al. 2018b: 0.1, shuffle window 3)
     word_shuffle: float = 3.0
-    word_blank: float = 0.0
-    bucket_size: int = 50
+    word_blank: float = ranged(0.0, 0, below=1)
+    bucket_size: int = positive(50)
     eval_sentences: int = 100  # held-out sentences per language for round-trip BLEU
     # lang -> [file in lang, line-aligned file in languages[0]] under corpus.data_dir, for reference BLEU
     reference: dict[str, list[str]] = field(default_factory=dict)

@@ -30,6 +30,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from xlt.config import positive, ranged
 from xlt.align.migrate_vocabulary import VocabularySettings
 from xlt.core.batching import IGNORE
 from xlt.core.vocab import token_id
@@ -61,11 +62,11 @@ class TreLMOptions:
     test_dictionary: str = "muse/en-es.5000-6500.txt"  # MUSE's test split, under corpus.data_dir
     candidate_dictionary: str = "muse/en-es.0-5000.txt"  # its English words: the retrieval candidates
     vocabulary: VocabularySettings = field(default_factory=VocabularySettings)
-    mask_prob: float = 0.15
+    mask_prob: float = ranged(0.15, above=0, high=1)
     mlm_rows_per_cdlm_row: float = 1.0  # target-MLM rows added to each CdLM batch (the unified formulation)
     eval_sequences: int = 1000  # held-out sequences per language for BPW
     eval_pairs: int = 500  # held-out pairs per CdLM direction
-    bucket_size: int = 50
+    bucket_size: int = positive(50)
 
 
 class TreLM(Stage):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from xlt.config import positive, ranged
 from xlt.core.batching import IGNORE, pad_ids
 from xlt.core.vocab import token_id
 from xlt.errors import ConfigError, DataError
@@ -34,15 +35,15 @@ PAIR_TASKS = {"tlm", "word_recovery", "paraphrase", "cs_mlm"}
 
 @dataclass
 class UnicoderOptions:
-    mask_prob: float = 0.15
+    mask_prob: float = ranged(0.15, above=0, high=1)
     document_files: list[str] = field(default_factory=lambda: ["*bible*"])  # parallel files that are documents
-    document_max_length: int = 128  # sub-tokens per code-switched document (cut at sentence boundaries)
+    document_max_length: int = positive(128)  # sub-tokens per code-switched document (cut at sentence boundaries)
     hard_negatives: bool = True  # False: random negatives (the paraphrase task's ablation)
     dan_steps: int = 300  # the deep averaging network that mines hard negatives
-    dan_batch_size: int = 128
-    dan_lr: float = 1.0e-3
+    dan_batch_size: int = positive(128)
+    dan_lr: float = positive(1.0e-3)
     eval_examples: int = 500  # held-out examples per task
-    bucket_size: int = 50
+    bucket_size: int = positive(50)
 
 
 def _parallel(cfg, tokenizer):

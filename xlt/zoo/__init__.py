@@ -149,8 +149,10 @@ def load_encoder(name_or_path: str):
     a folder exported by the TreLM stage (``trelm.json``), that model inside its TRILayer network
     (``xlt.models.trilayer.TreLMBackbone``, same call and output)."""
     from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
 
     folder = resolve(name_or_path)
+    hf_logging.disable_progress_bar()  # "Loading weights" of a local folder is noise on every predict / train
     encoder = AutoModel.from_pretrained(str(folder), add_pooling_layer=False, local_files_only=True)
     if (folder / "trelm.json").exists():
         from xlt.models.trilayer import load_trelm_backbone
