@@ -118,6 +118,8 @@ def test_batch_file_reports_bad_lines_and_resumes(served, tmp_path):
     part = tmp_path / "part.jsonl"
     lines = full.read_text().splitlines(keepends=True)
     part.write_text(lines[0] + lines[1] + lines[2][:7])
+    # (its record of the input: written before each chunk's answers, so it covers every line written)
+    part.with_name("part.jsonl.input.json").write_bytes(full.with_name("full.jsonl.input.json").read_bytes())
     again = predict_file(served["onnx"], src, part, lang="xx", chunk=2, progress=False)
     assert again["skipped_done"] == 2 and part.read_text() == full.read_text()
 

@@ -88,7 +88,7 @@ class TrainConfig:
     seed: int = 1
     batch_size: int = positive(32)
     eval_batch_size: int = positive(128)
-    lr: float = positive(3e-4)
+    lr: float = 3e-4  # >= 0 (0: the weights stay as they are)
     weight_decay: float = 0.01
     warmup_ratio: float = fraction(0.1)
     max_steps: int = positive(600)
@@ -296,7 +296,7 @@ class PhaseConfig:
     """One phase of a stage: objectives with weights (a batch of each in turn), trainable-parameter patterns."""
     name: str = "main"
     steps: int = positive(1000)
-    lr: float = positive(5e-5)
+    lr: float = 5e-5  # >= 0 (0: the weights stay as they are)
     batch_size: int = positive(32)
     warmup_ratio: float = fraction(0.06)
     weight_decay: float = 0.01

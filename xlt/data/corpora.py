@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from xlt.config import CorpusConfig
-from xlt.data.readers import _lines
+from xlt.data.readers import text_lines
 from xlt.errors import DataError
 
 
@@ -60,14 +60,10 @@ def _pieces(ids: list[int], max_length: int, n_special: int) -> list[list[int]]:
 
 
 def _tokenize_file(path: Path, tokenizer, cfg: CorpusConfig) -> tuple[list[list[int]], list[list[int]], dict]:
-    lines, bad = [], 0
-    for number, line in _lines(path):
-        if line is None:
-            bad += 1
-        elif line.strip():
-            lines.append(line.strip())
+    lines, skipped = text_lines(path)
+    bad = sum(skipped.values())
     if not lines:
-        raise DataError(f"{path}: no usable lines ({bad} not UTF-8)")
+        raise DataError(f"{path}: no usable lines ({bad} unreadable: {skipped or 'the file is empty'})")
     if len(lines) <= cfg.heldout_lines:
         raise DataError(f"{path}: {len(lines)} lines, not more than corpus.heldout_lines={cfg.heldout_lines}")
     heldout_lines = lines[len(lines) - cfg.heldout_lines:] if cfg.heldout_lines else []
@@ -83,7 +79,7 @@ def _tokenize_file(path: Path, tokenizer, cfg: CorpusConfig) -> tuple[list[list[
             split += len(pieces) > 1
             seqs += pieces
         out.append(seqs)
-    report = {"file": str(path), "lines": len(lines), "not_utf8_skipped": bad, "train_lines": len(train_lines),
+    report = {"file": str(path), "lines": len(lines), "unreadable_skipped": skipped, "train_lines": len(train_lines),
               "heldout_lines": len(heldout_lines), "lines_split_over_max_length": split,
               "train_sequences": len(out[0]), "train_tokens": sum(map(len, out[0])),
               "heldout_tokens": sum(map(len, out[1]))}

@@ -55,7 +55,26 @@ def load_split(data_dir: Path, dataset: str, lang: str, split: str, orphan_polic
     ds = get_dataset(dataset)
     if split == "train" and ds.train_langs is not None and lang not in ds.train_langs:
         raise DataError(f"{dataset} has training data for {', '.join(ds.train_langs)} only, not {lang!r}")
-    return ds.load(Path(data_dir), lang, split, orphan_policy)
+    result = ds.load(Path(data_dir), lang, split, orphan_policy)
+    for report in result.reports:
+        check_skips(report, split)
+    return result
+
+
+def check_skips(report: ReadReport, split: str) -> None:
+    """A dev or test set is never changed silently: any skipped example is an error naming ``file:line`` (except
+    an utterance of empty tokens only, which has nothing to predict: announced).  A training set may skip bad
+    examples: counted in the report and announced on the console."""
+    from xlt.data.readers import EMPTY_TOKENS_ONLY, announce_skips
+
+    fatal = sorted(k for k in report.skipped if not (split != "train" and k == EMPTY_TOKENS_ONLY))
+    if split != "train" and fatal:
+        n = sum(report.skipped[k] for k in fatal)
+        raise DataError(f"{report.first_skipped[fatal[0]]} -- {n} of {report.read} examples of this {split} set "
+                        f"cannot be read as they are ({', '.join(f'{k}={report.skipped[k]}' for k in fatal)}); an "
+                        f"evaluation set is never changed silently: fix the file")
+    first = report.first_skipped[min(report.skipped)] if report.skipped else ""
+    announce_skips(report.path, dict(report.skipped), report.read, f"line {first[len(report.path) + 1:]}", "examples")
 
 
 def require_file(path: Path, what: str) -> Path:

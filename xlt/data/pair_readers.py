@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlt.data.datasets import Dataset, Split, register_dataset, require_file
-from xlt.data.readers import _lines
+from xlt.data.readers import Unreadable, _lines
 from xlt.data.records import ReadReport, SentencePair
 
 XNLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -27,11 +27,11 @@ def read_pair_tsv(path: Path, lang: str, labels: tuple[str, ...]) -> tuple[list[
     report = ReadReport(str(path))
     rows: list[SentencePair] = []
     for number, line in _lines(Path(path)):
-        if line is not None and not line.strip():
+        if isinstance(line, str) and not line.strip():
             continue
         report.read += 1
-        if line is None:
-            report.skip(number, "bad encoding")
+        if isinstance(line, Unreadable):
+            report.skip(number, line.reason, line.detail)
             continue
         cols = line.split("\t")
         if len(cols) != 3:
@@ -56,7 +56,7 @@ def _with_references(rows: list[SentencePair], english: Path) -> None:
         return
     by_line = {}
     for number, line in _lines(english):
-        cols = (line or "").split("\t")
+        cols = (line if isinstance(line, str) else "").split("\t")
         if len(cols) == 3:
             by_line[number] = [cols[0].strip(), cols[1].strip()]
     for e in rows:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from xlt.config import CorpusConfig
-from xlt.data.readers import _lines
+from xlt.data.readers import Unreadable, _lines, announce_skips
 from xlt.errors import DataError
 
 
@@ -78,12 +79,15 @@ def _read_pairs(other: Path, english: Path, tokenizer, cfg: CorpusConfig) -> tup
     a, b = list(_lines(other)), list(_lines(english))
     if len(a) != len(b):
         raise DataError(f"{other} has {len(a)} lines but {english} has {len(b)}: parallel files must be line-aligned")
-    kept, skipped = [], {"empty": 0, "not_utf8": 0, "over_max_length": 0}
+    kept, skipped, first = [], Counter({"empty": 0, "over_max_length": 0}), ""
     for (number, x), (_, y) in zip(a, b):
-        if x is None or y is None:
-            skipped["not_utf8"] += 1
+        if isinstance(x, Unreadable) or isinstance(y, Unreadable):
+            bad, where = (x, other) if isinstance(x, Unreadable) else (y, english)
+            skipped[bad.reason] += 1
+            first = first or f"line {number} of {where.name}: {bad.detail}"
         elif not x.strip() or not y.strip():
             skipped["empty"] += 1
+            first = first or f"line {number}: an empty side"
         else:
             kept.append((number, x.strip(), y.strip()))
     enc_x = tokenizer.encode_batch([x for _, x, _ in kept])
@@ -94,13 +98,14 @@ def _read_pairs(other: Path, english: Path, tokenizer, cfg: CorpusConfig) -> tup
             skipped["over_max_length"] += 1
         else:
             rows.append((number, list(ey.ids), list(ex.ids)))
+    announce_skips(other, {k: v for k, v in skipped.items() if v and k != "over_max_length"}, len(a), first, "pairs")
     if len(rows) <= cfg.heldout_lines:
         raise DataError(f"{other}: {len(rows)} usable pairs, not more than corpus.heldout_lines={cfg.heldout_lines}")
     cut = len(rows) - cfg.heldout_lines
     train, heldout = rows[:cut], rows[cut:]
     if cfg.max_lines:
         train = train[:cfg.max_lines]
-    report = {"file": str(other), "english": str(english), "lines": len(a), "skipped": skipped,
+    report = {"file": str(other), "english": str(english), "lines": len(a), "skipped": dict(skipped),
               "train_pairs": len(train), "heldout_pairs": len(heldout),
               "train_tokens": sum(len(e) + len(o) for _, e, o in train)}
     return {"train": train, "heldout": heldout}, report

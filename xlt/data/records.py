@@ -85,10 +85,13 @@ class ReadReport:
     repaired: Counter = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     max_examples: int = 5
+    first_skipped: dict[str, str] = field(default_factory=dict)  # kind -> its first "file:line: skipped (...)"
 
     def skip(self, line: int, kind: str, detail: str = "") -> None:
         self.skipped[kind] += 1
-        self._example(line, f"skipped ({kind}){': ' + detail if detail else ''}")
+        text = f"skipped ({kind}){': ' + detail if detail else ''}"
+        self.first_skipped.setdefault(kind, f"{self.path}:{line}: {text}")
+        self._example(line, text)
 
     def repair(self, line: int, kind: str, count: int = 1) -> None:
         self.repaired[kind] += count

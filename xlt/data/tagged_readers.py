@@ -15,7 +15,7 @@ from pathlib import Path
 
 from xlt.data.bio import repair_tags
 from xlt.data.datasets import Dataset, Split, register_dataset, require_file
-from xlt.data.readers import _lines
+from xlt.data.readers import Unreadable, _lines
 from xlt.data.records import ReadReport, TaggedSentence
 
 UPOS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT", "SCONJ",
@@ -57,12 +57,12 @@ def read_tagged(path: Path, lang: str, scheme: str, orphan_policy: str = "to_b"
         words, tags, start, bad = [], [], 0, None
 
     for number, line in _lines(Path(path)):
-        if line is not None and not line.strip():
+        if isinstance(line, str) and not line.strip():
             finish()
             continue
         start = start or number
-        if line is None:
-            bad = bad or ("bad encoding", f"line {number}")
+        if isinstance(line, Unreadable):
+            bad = bad or (line.reason, f"line {number}: {line.detail}")
             continue
         cols = line.split("\t")
         if len(cols) != 2:

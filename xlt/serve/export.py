@@ -2,8 +2,8 @@
 
 Written: ``model.onnx`` (the task model over the FULL vocabulary: trimmed embedding rows scattered back as
 ``load_trained`` does; inputs ``input_ids`` / ``attention_mask`` (B, T) int64, outputs the task's logits),
-``model.int8.onnx`` with ``--int8`` (onnxruntime dynamic quantization: int8 weights of the MatMul/Gemm layers,
-activations quantized on the fly; the recipe of optimum's and sentence-transformers' CPU exports),
+``model.int8.onnx`` with ``--int8`` (``xlt.serve.quantize``: int8 weights per output channel, activations quantized
+per token at run time, so a text's answer does not depend on what it is batched with),
 ``tokenizer.json``, ``xlt_export.json`` (task, labels, serving spec, the run's test results) and ``parity.json``:
 PyTorch vs ONNX fp32 (vs int8) on the run's source-language dev set: each one's metrics, their deltas, the share of
 identical predictions and the largest logit difference.
@@ -21,6 +21,7 @@ import torch
 
 from xlt.errors import ConfigError, DataError
 from xlt.serve.predictor import OnnxPredictor, Predictor, Prepared, Request, flat_rows
+from xlt.serve.quantize import INT8_SCHEME, quantize_per_token
 from xlt.serve.torch_predictor import TorchPredictor, model_batch
 
 FORMAT_VERSION = 1
@@ -63,10 +64,16 @@ def export_graph(predictor: TorchPredictor, path: Path) -> None:
                           dynamic_axes=dims)
 
 
-def quantize_int8(src: Path, dst: Path) -> None:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+def _dev_inputs(reference: TorchPredictor, limit: int) -> tuple[list, list[Request], list[Prepared]]:
+    """The run's source-language dev examples (at most ``limit``), their requests and prepared inputs (fusion
+    models: with their translations).  ``DataError`` / ``OSError`` when there is no dev set."""
+    run, task = reference.run, reference.run.ctx.task
+    examples = run.ctx.load_split(run.ctx.cfg.data.source_lang, "valid")[:limit]
+    requests = [request_of(task, e) for e in examples]
+    prepared = [reference.prepare(r) for r in requests]
+    if reference.fusion:
+        reference.translate(requests, prepared)
+    return examples, requests, prepared
 
 
 def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: int = 2000) -> dict:
@@ -82,7 +89,7 @@ def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: in
     export_graph(torch_predictor, out / "model.onnx")
     graphs = ["model.onnx"]
     if int8:
-        quantize_int8(out / "model.onnx", out / "model.int8.onnx")
+        quantize_per_token(out / "model.onnx", out / "model.int8.onnx")
         graphs.append("model.int8.onnx")
     torch_predictor.tokenizer.save(str(out / "tokenizer.json"))
     if torch_predictor.translate_test:  # the aligner priors travel with the export
@@ -93,7 +100,7 @@ def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: in
     meta = {"format_version": FORMAT_VERSION, **{k: info[k] for k in ("model", "task", "dataset", "method", "labels")},
             "results": info.get("results", {}), "spec": torch_predictor.spec, "max_tokens": torch_predictor.max_tokens,
             "pad_id": torch_predictor.pad_id, "graphs": graphs, "default_graph": graphs[-1],
-            "exported_from": str(run_dir),
+            "exported_from": str(run_dir), "int8": INT8_SCHEME if int8 else None,
             "translation": torch_predictor.translation,  # FILTER / translate-test: the translator the runtime calls
             "language_token": torch_predictor.language_token,  # TALL: the decoder's language of each input
             "export_seconds": round(time.time() - t0, 1)}
@@ -115,13 +122,9 @@ def parity_report(reference: TorchPredictor, others: list[Predictor], limit: int
     identical predictions and the largest absolute logit difference at real (unpadded) positions."""
     run, task = reference.run, reference.run.ctx.task
     try:
-        examples = run.ctx.load_split(run.ctx.cfg.data.source_lang, "valid")[:limit]
+        examples, requests, prepared = _dev_inputs(reference, limit)
     except (DataError, OSError) as err:
         return {"skipped": f"no dev set to compare on: {err}"}
-    requests = [request_of(task, e) for e in examples]
-    prepared = [reference.prepare(r) for r in requests]
-    if reference.fusion:
-        reference.translate(requests, prepared)
     ref = reference.predict_labelled(prepared)
     report = {"dev_set": f"{run.ctx.cfg.data.dataset} {run.ctx.cfg.data.source_lang} valid", "n": len(examples),
               "pytorch": task.score(examples, [task.from_serving(p) for p in ref])}

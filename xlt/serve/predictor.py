@@ -283,7 +283,9 @@ class OnnxPredictor(Predictor):
         meta = json.loads((folder / "xlt_export.json").read_text())
         self.graph = graph or meta["default_graph"]
         if self.graph not in meta["graphs"] or not (folder / self.graph).is_file():
-            raise ConfigError(f"{folder}: no graph {self.graph!r} in this export (it has: {', '.join(g for g in meta['graphs'] if (folder / g).is_file()) or 'none'})")
+            present = [g for g in meta["graphs"] if (folder / g).is_file()]
+            raise ConfigError(f"{folder}: no graph {self.graph!r} in this export (it has: "
+                              f"{', '.join(present) or 'none'})")
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads
@@ -291,8 +293,10 @@ class OnnxPredictor(Predictor):
         self.output_names = list(meta["spec"]["outputs"])
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         info = {k: meta[k] for k in ("model", "task", "dataset", "method", "labels", "results") if k in meta}
+        quantization = meta.get("int8") if "int8" in self.graph else "none (fp32)"
         super().__init__(tokenizer, meta["labels"], meta["spec"], meta["max_tokens"], meta["pad_id"],
-                         dict(info, graph=self.graph), batch_size, meta.get("translation"), meta.get("language_token"))
+                         dict(info, graph=self.graph, quantization=quantization), batch_size, meta.get("translation"),
+                         meta.get("language_token"))
         self.folder = folder
         self.backend = f"onnxruntime ({self.graph})"
         self.info["backend"] = self.backend

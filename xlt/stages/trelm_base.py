@@ -37,11 +37,11 @@ def _train_text(cfg, folder: Path) -> dict[str, Path]:
     """The training lines of each language of ``corpus.langs`` (held-out tail of each file left out), one file per
     language under ``folder``."""
     from xlt.data.corpora import corpus_files
-    from xlt.data.readers import _lines
+    from xlt.data.readers import text_lines
 
     out: dict[str, Path] = {}
     for path, lang in corpus_files(cfg.corpus):
-        lines = [line.strip() for _, line in _lines(path) if line is not None and line.strip()]
+        lines = text_lines(path)[0]
         keep = lines[:len(lines) - cfg.corpus.heldout_lines] if cfg.corpus.heldout_lines else lines
         out.setdefault(lang, folder / f"{lang}.txt")
         with open(out[lang], "a", encoding="utf-8") as handle:
