@@ -1,7 +1,12 @@
 """Benchmark: serving the zero-shot xSID model (multilingual-e5-small) on 2 CPU cores.
 
-- Export the run (``xlt export --int8``: ONNX fp32 + dynamic int8, with its parity report).
-- Throughput: utterances/s of PyTorch eager, ONNX fp32 and ONNX int8 at batch 1 / 32 / 128 on xSID English test
+- Export the run (``xlt export --int8``: ONNX fp32 + int8 with per-token activation scales, with its parity report);
+  for comparison the benchmark also writes onnxruntime's ``quantize_dynamic`` graph (``model.int8-dynamic.onnx``:
+  one activation scale per batch tensor, the export's int8 before issue 48).
+- Same input, same answer: ``answers_changed_by_batching`` per backend = dev-set texts (raw, the run's source dev
+  set) whose answer (intent or slots) differs between batch 1 and batch 32 (and 128), with the largest probability
+  difference.
+- Throughput: utterances/s of PyTorch eager, ONNX fp32 and both ONNX int8 at batch 1 / 32 / 128 on xSID English test
   utterances given as raw text (word splitting, encoding, padding, decoding and JSON included), and batch-1 latency
   p50/p99; 2 threads each (``torch.set_num_threads`` / ``intra_op_num_threads``).
 - Accuracy of each backend on the xSID test set of every language (pre-split words, as evaluation reads them).
@@ -18,13 +23,17 @@ import argparse
 import json
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from jobqueue import RESULTS, RUNS, git_commit
 from serving_load import run_load_test
 
-VARIANTS = {"pytorch_eager": None, "onnx_fp32": "model.onnx", "onnx_int8": "model.int8.onnx"}
+VARIANTS = {"pytorch_eager": None, "onnx_fp32": "model.onnx", "onnx_int8": "model.int8.onnx",
+            "onnx_int8_dynamic": "model.int8-dynamic.onnx"}
+DEFAULT_GRAPH = "onnx_int8"  # what `xlt export --int8` serves by default
 BATCHES = (1, 32, 128)
 THREADS = 2
 
@@ -59,6 +68,64 @@ def throughput(predictor, texts: list[str], batch: int) -> dict:
     return row
 
 
+def throughput_rows(variant: str, run_dir: Path, export: Path, texts: list[str]) -> list[dict]:
+    """Throughput of one backend at each batch size, measured in a fresh process of its own (as a server runs one
+    graph): sessions made earlier in the same process slowed later ones by up to 2x here."""
+    texts_file = export / "benchmark-texts.json"
+    texts_file.write_text(json.dumps(texts, ensure_ascii=False))
+    done = subprocess.run([sys.executable, __file__, "--throughput", variant, "--run", str(run_dir), "--export",
+                           str(export), "--texts", str(texts_file)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"throughput of {variant} failed: {done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def throughput_main(variant: str, run_dir: Path, export: Path, texts_file: Path) -> None:
+    """``--throughput VARIANT``: print the JSON list of its rows (batch 1 on the first 200 texts, 32 and 128 on
+    all); an ONNX variant never imports torch."""
+    texts = json.loads(texts_file.read_text())
+    predictor = predictor_of(variant, run_dir, export, 32)
+    rows = [throughput(predictor, texts[:200] if batch == 1 else texts, batch) for batch in BATCHES]
+    print(json.dumps(rows))
+
+
+def batching_changes(predictor, texts: list[str]) -> dict:
+    """Texts whose answer (intent / label and slots) at batch 32 or 128 differs from batch 1, and the largest
+    probability difference over all of them."""
+    from xlt.serve.predictor import Request
+
+    def answers(batch: int) -> list[dict]:
+        predictor.batch_size = batch
+        return [a for start in range(0, len(texts), batch)
+                for a in predictor.predict([Request([t]) for t in texts[start:start + batch]])]
+
+    alone, out = answers(1), {}
+    for batch in (32, 128):
+        together = answers(batch)
+        changed = sum(json.dumps({k: v for k, v in a.items() if not k.endswith("_probs") and not k.endswith("_prob")})
+                      != json.dumps({k: v for k, v in b.items() if not k.endswith("_probs") and not k.endswith("_prob")})
+                      for a, b in zip(alone, together))
+        diff = max(abs(pa - b[key].get(label, 0.0)) for a, b in zip(alone, together) for key in a
+                   if key.endswith("_probs") for label, pa in a[key].items())
+        out[batch] = {"changed": changed, "max_prob_diff": float(diff)}
+    return {"answers_changed_by_batching": out[32]["changed"], "answers_changed_batch_1_vs_128": out[128]["changed"],
+            "max_prob_diff_batch_1_vs_32": round(out[32]["max_prob_diff"], 7),
+            "max_prob_diff_batch_1_vs_128": round(out[128]["max_prob_diff"], 7), "dev_texts": len(texts)}
+
+
+def add_dynamic_graph(export: Path) -> None:
+    """onnxruntime's dynamic quantization of the export's fp32 graph, listed in its metadata (benchmark only)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    graph = VARIANTS["onnx_int8_dynamic"]
+    if not (export / graph).exists():
+        quantize_dynamic(str(export / "model.onnx"), str(export / graph), weight_type=QuantType.QInt8)
+    meta = json.loads((export / "xlt_export.json").read_text())
+    if graph not in meta["graphs"]:
+        meta["graphs"].append(graph)
+        (export / "xlt_export.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
+
+
 def accuracy(predictor, task, tests: dict) -> dict:
     from xlt.serve.export import request_of
 
@@ -79,7 +146,12 @@ def main() -> None:
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--export", default=str(RUNS / "serving-export"), help="where the export is written")
     ap.add_argument("--results", default=str(RESULTS), help="where serving.{json,md} go")
+    ap.add_argument("--throughput", choices=list(VARIANTS), help=argparse.SUPPRESS)  # internal: one variant's timing
+    ap.add_argument("--texts", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.throughput:
+        throughput_main(args.throughput, Path(args.run), Path(args.export), Path(args.texts))
+        return
     from xlt.config import load_config
     from xlt.core.context import RunContext
     from xlt.serve.export import export_run
@@ -87,19 +159,24 @@ def main() -> None:
     run_dir, export = Path(args.run), Path(args.export)
     if not (export / "model.int8.onnx").exists():
         export_run(run_dir, export, int8=True)
+    add_dynamic_graph(export)
     parity = json.loads((export / "parity.json").read_text())
     cfg = load_config(run_dir / "config.yaml", [f"data.data_dir={args.data_dir}"])
     ctx = RunContext.from_config(cfg)
     tests = {lang: ctx.load_split(lang, "test") for lang in cfg.data.eval_langs}
     texts = [" ".join(u.words) for u in tests["en"]]
+    dev_texts = [" ".join(u.words) for u in ctx.load_split(cfg.data.source_lang, "valid")]
     rows, speed = [], {}
     for variant in VARIANTS:
-        predictor = predictor_of(variant, run_dir, export, 32)
-        for batch in BATCHES:
-            r = throughput(predictor, texts[:200] if batch == 1 else texts, batch)
-            speed[(variant, batch)] = r["utterances_per_second"]
+        for r in throughput_rows(variant, run_dir, export, texts):
+            speed[(variant, r["batch_size"])] = r["utterances_per_second"]
             print(variant, r, flush=True)
             rows.append({"method": "zero_shot", "dataset": "xsid", "lang": "en", "variant": variant, **r})
+        predictor = predictor_of(variant, run_dir, export, 32)
+        changes = batching_changes(predictor, dev_texts)
+        print(variant, changes, flush=True)
+        rows.append({"method": "zero_shot", "dataset": "xsid", "lang": cfg.data.source_lang, "split": "valid",
+                     "variant": variant, "graph": VARIANTS[variant] or "pytorch", **changes})
         if not args.skip_accuracy:
             for lang, m in accuracy(predictor, ctx.task, tests).items():
                 rows.append({"method": "zero_shot", "dataset": "xsid", "lang": lang, "seed": cfg.train.seed,
@@ -118,14 +195,24 @@ def write(rows: list[dict], speed: dict, parity: dict, run_dir: Path, args) -> N
         vals = [r[metric] for r in rows if r.get("variant") == variant and metric in r and "n_test" in r]
         return statistics.mean(vals) if vals else None
 
-    summary = {"int8_vs_eager_at_32": round(speed[("onnx_int8", 32)] / speed[("pytorch_eager", 32)], 2),
-               "int8_utterances_per_second_at_32": speed[("onnx_int8", 32)]}
+    summary = {"default_graph": VARIANTS[DEFAULT_GRAPH],
+               "int8_vs_eager_at_32": round(speed[("onnx_int8", 32)] / speed[("pytorch_eager", 32)], 2),
+               "int8_utterances_per_second_at_32": speed[("onnx_int8", 32)],
+               "int8_dynamic_vs_eager_at_32": round(speed[("onnx_int8_dynamic", 32)] / speed[("pytorch_eager", 32)],
+                                                    2)}
+    summary |= {f"answers_changed_by_batching_{r['variant']}": r["answers_changed_by_batching"]
+                for r in rows if "answers_changed_by_batching" in r}
     for metric in ("intent_acc", "slot_f1"):
-        if avg("pytorch_eager", metric) is not None:
-            summary[f"{metric}_avg_loss_int8_points"] = round(100 * (avg("pytorch_eager", metric)
-                                                                      - avg("onnx_int8", metric)), 2)
+        for v in ("onnx_int8", "onnx_int8_dynamic"):
+            if avg("onnx_fp32", metric) is not None:
+                summary[f"{metric}_avg_loss_{v.removeprefix('onnx_')}_vs_fp32_points"] = round(
+                    100 * (avg("onnx_fp32", metric) - avg(v, metric)), 2)
     notes = (f"model: {run_dir} (zero-shot xSID, selection on the English dev set); {THREADS} threads per backend; "
-             f"throughput on xSID en test utterances as raw texts, end to end (splitting, encoding, padding, model, decoding, JSON); accuracy on pre-split test "
+             f"onnx_int8 = xlt export --int8 (per-token activation scales; the default graph), onnx_int8_dynamic = "
+             f"onnxruntime quantize_dynamic (per-batch scales, the default before issue 48); "
+             f"answers_changed_by_batching: en dev texts whose intent or slots differ between batch 1 and 32; "
+             f"throughput on xSID en test utterances as raw texts, end to end (splitting, encoding, padding, model, "
+             f"decoding, JSON), each backend timed in a fresh process of its own; accuracy on pre-split test "
              f"words of every language; load test: xlt serve (int8) on 127.0.0.1, 32 clients, {args.seconds:.0f} s")
     result = {"benchmark": "serving", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "git_commit": git_commit(), "machine": f"{platform.machine()}, {THREADS} CPU threads, no GPU",
@@ -133,13 +220,17 @@ def write(rows: list[dict], speed: dict, parity: dict, run_dir: Path, args) -> N
               "parity_dev": parity, "rows": rows}
     (Path(args.results) / "serving.json").write_text(json.dumps(result, indent=1))
     lines = ["# Serving the zero-shot xSID model (multilingual-e5-small, 2 CPU threads)", "", notes, "",
-             "| variant | batch 1 utt/s | batch 1 p50 / p99 ms | batch 32 utt/s | batch 128 utt/s |",
-             "|---|---|---|---|---|"]
+             "| variant | batch 1 utt/s | batch 1 p50 / p99 ms | batch 32 utt/s | batch 128 utt/s | dev answers "
+             "changed by batching (1 vs 32 / 1 vs 128) |",
+             "|---|---|---|---|---|---|"]
     for v in VARIANTS:
         b = {r["batch_size"]: r for r in rows if r.get("variant") == v and "batch_size" in r}
+        c = next(r for r in rows if r.get("variant") == v and "answers_changed_by_batching" in r)
         lines.append(f"| {v} | {b[1]['utterances_per_second']} | {b[1]['latency_ms_p50']} / "
                      f"{b[1]['latency_ms_p99']} | {b[32]['utterances_per_second']} | "
-                     f"{b[128]['utterances_per_second']} |")
+                     f"{b[128]['utterances_per_second']} | {c['answers_changed_by_batching']} / "
+                     f"{c['answers_changed_batch_1_vs_128']} of {c['dev_texts']} (max prob diff "
+                     f"{c['max_prob_diff_batch_1_vs_32']:.1e}) |")
     accs = [r for r in rows if "n_test" in r]
     if accs:
         lines += ["", "| lang | " + " | ".join(f"{v} intent / slot F1" for v in VARIANTS) + " |",

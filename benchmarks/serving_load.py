@@ -29,6 +29,10 @@ BAD = {  # name -> (body bytes, expected status)
     "malformed_json": (b'{"texts": ["set an alarm",', 422),
     "wrong_schema": (json.dumps({"texts": 7}).encode(), 422),
     "empty_text": (json.dumps({"texts": ["set an alarm", ""]}).encode(), 422),
+    "lone_surrogate": (b'{"texts": ["set an alarm", "a \\ud800"]}', 422),
+    "invalid_utf8": (b'{"text": "a \xff\xfe b"}', 422),
+    "json_5000_deep": (b"[" * 5000 + b"]" * 5000, 422),
+    "unknown_key": (json.dumps({"texts": ["set an alarm"], "foo": 1}).encode(), 422),
 }
 
 

@@ -121,6 +121,9 @@ class TranslationConfig:
     align_with_train: bool = True  # translate-test: also fit the aligner on (source train, its MT) pairs
     file_tsv: list[str] = field(default_factory=list)  # "lang=path.tsv" (source TAB translation) for `file`
     cache: str = ""  # translation cache (SQLite); "" = $XLT_HOME/translations.sqlite
+    # word alignments by a hash of their inputs, so a run's projected labels are the same when it is run again
+    # (eflomal samples without a seed); "" = $XLT_HOME/alignments, "off" = a fresh eflomal fit every time
+    alignment_cache: str = ""
 
 
 @dataclass

@@ -23,6 +23,17 @@ def eval_config(run_dir: Path, test_method: str | None, overrides: list[str] | N
     return cfg
 
 
+def alignment_keys(report, where: str = "") -> dict[str, str]:
+    """{place in the data report: alignment cache key} for every word alignment the run's data went through."""
+    found: dict[str, str] = {}
+    if isinstance(report, dict):
+        if isinstance(report.get("cache_key"), str):
+            found[where or "."] = report["cache_key"]
+        for k, v in report.items():
+            found |= alignment_keys(v, f"{where}.{k}" if where else str(k))
+    return found
+
+
 def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "test", test_method: str | None = None,
                  overrides: list[str] | None = None, tag: str = "", accelerator=None) -> dict:
     """Score the run's best (source-dev selected) checkpoint on ``split`` of every language; writes
@@ -76,6 +87,9 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
         "train_examples": data_report.get("train_used"), "train_summary": train_summary,
         "per_language": per_lang, **summary,
     }
+    keys = alignment_keys(data_report)
+    if keys:  # eflomal samples: these keys name the cached alignments the training data was labelled with
+        results["alignment_cache_keys"] = keys
     test_time = {k: v for k, v in test_time.items() if v}
     if method.uses_translation_at_test_time or test_time:
         results["test_time"] = {"method": cfg.train.method, "translation": vars(cfg.translation), **test_time}

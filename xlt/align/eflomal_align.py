@@ -2,10 +2,17 @@
 GPL-3.0; xlt, Apache-2.0, talks to it as a separate program), symmetrized with grow-diag-final-and (Koehn et al.).
 
 eflomal is fit on the sentence pairs to align plus any extra parallel text (more data = better alignments); the
-extra pairs are only used for fitting.  It samples, so alignments can differ slightly between calls.
+extra pairs are only used for fitting.  It samples, seeded from /dev/urandom (it has no seed option), so two fits
+of the same pairs differ slightly.  A run is made reproducible by ``cache``: the links of a fit are kept under a
+key hashed from everything that goes into it (the pairs, the extra text, the settings, the priors, eflomal's
+version), so the same inputs give the same links again; the key is recorded in the run's data report.
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -68,14 +75,52 @@ def _write_corpus(d: Path, pairs: list[tuple[list[str], list[str]]], lowercase: 
         (d / name).write_text("".join(" ".join(norm(w) for w in p[side]) + "\n" for p in pairs), encoding="utf-8")
 
 
+def alignment_key(src: list[list[str]], tgt: list[list[str]], extra, lowercase: bool, priors: Path | None) -> str:
+    """sha256 over everything an eflomal fit depends on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        eflomal_version = version("eflomal")
+    except PackageNotFoundError:
+        eflomal_version = "unknown"
+    h = hashlib.sha256(json.dumps(["xlt-align-1", eflomal_version, lowercase, src, tgt, [list(p) for p in extra]],
+                                  ensure_ascii=False).encode())
+    if priors:
+        h.update(Path(priors).read_bytes())
+    return h.hexdigest()
+
+
 def align(src: list[list[str]], tgt: list[list[str]], extra: list[tuple[list[str], list[str]]] = (),
-          lowercase: bool = True, priors: Path | None = None) -> list[Links]:
+          lowercase: bool = True, priors: Path | None = None, cache: Path | None = None,
+          record: dict | None = None) -> list[Links]:
     """Align ``src[k]`` with ``tgt[k]`` for every k; returns one set of (i, j) links per pair.
     ``extra`` parallel sentences are appended for fitting only.  Empty sentences get no links.  ``priors``: an
     eflomal priors file (``make_priors``) that carries what a large corpus taught, so that a few pairs align well
-    without re-fitting on it (serving translate-test models)."""
+    without re-fitting on it (serving translate-test models).  ``cache``: a folder of earlier fits by
+    ``alignment_key`` (read if the key is there, written otherwise); ``record`` gets ``cache_key`` and ``reused``."""
     if len(src) != len(tgt):
         raise ValueError(f"{len(src)} source but {len(tgt)} target sentences")
+    if cache is None:
+        return _fit(src, tgt, extra, lowercase, priors)
+    key = alignment_key(src, tgt, extra, lowercase, priors)
+    path = Path(cache) / f"{key}.json.gz"
+    reused = path.exists()
+    if reused:
+        links = [_parse(line) for line in json.loads(gzip.decompress(path.read_bytes()))["links"]]
+    else:
+        links = _fit(src, tgt, extra, lowercase, priors)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(gzip.compress(json.dumps({"key": key, "pairs": len(src), "links": [
+            " ".join(f"{i}-{j}" for i, j in sorted(x)) for x in links]}).encode()))
+        os.replace(tmp, path)  # whole or not at all
+    if record is not None:
+        record.update(cache_key=key, reused=reused, pairs=len(src))
+    return links
+
+
+def _fit(src: list[list[str]], tgt: list[list[str]], extra, lowercase: bool, priors: Path | None) -> list[Links]:
+    """One eflomal fit (forward and reverse), symmetrized."""
     pairs = list(zip(src, tgt)) + [p for p in extra if p[0] and p[1]]
     keep = [k for k, (s, t) in enumerate(pairs) if s and t]
     if not keep:

@@ -38,13 +38,10 @@ def quantize_per_token(src: Path, dst: Path) -> int:
     graph = model.graph
     weights = {t.name: t for t in graph.initializer}
     new_nodes, count = [], 0
-    new_inits = [numpy_helper.from_array(np.array([1], dtype=np.int64), "xlt_q/axes1"),
-                 numpy_helper.from_array(np.array([-1], dtype=np.int64), "xlt_q/minus1"),
-                 numpy_helper.from_array(np.array(1e-8 * 127, dtype=np.float32), "xlt_q/eps"),
+    new_inits = [numpy_helper.from_array(np.array(1e-8 * 127, dtype=np.float32), "xlt_q/eps"),
                  numpy_helper.from_array(np.array(127.0, dtype=np.float32), "xlt_q/127"),
                  numpy_helper.from_array(np.array([0], dtype=np.int64), "xlt_q/zero"),
                  numpy_helper.from_array(np.array([-1], dtype=np.int64), "xlt_q/last"),
-                 numpy_helper.from_array(np.array(128.0, dtype=np.float32), "xlt_q/128"),
                  numpy_helper.from_array(np.array(128, dtype=np.uint8), "xlt_q/zp128")]
     for node in graph.node:
         w = weights.get(node.input[1]) if node.op_type == "MatMul" else None
@@ -65,18 +62,17 @@ def quantize_per_token(src: Path, dst: Path) -> int:
         new_nodes += [
             helper.make_node("Reshape", [x, f"{p}/rows_shape"], [f"{p}/rows"]),  # (M, K)
             helper.make_node("Abs", [f"{p}/rows"], [f"{p}/abs"]),
-            helper.make_node("ReduceMax", [f"{p}/abs"], [f"{p}/absmax"], axes=[1], keepdims=1),  # (M, 1)
+            helper.make_node("ReduceMax", [f"{p}/abs"], [f"{p}/absmax"], axes=[1], keepdims=0),  # (M,)
             helper.make_node("Max", [f"{p}/absmax", "xlt_q/eps"], [f"{p}/absmax_safe"]),
-            helper.make_node("Div", [f"{p}/absmax_safe", "xlt_q/127"], [f"{p}/x_scale"]),
-            helper.make_node("Div", ["xlt_q/127", f"{p}/absmax_safe"], [f"{p}/x_inv_scale"]),
-            helper.make_node("Mul", [f"{p}/rows", f"{p}/x_inv_scale"], [f"{p}/scaled"]),
-            helper.make_node("Round", [f"{p}/scaled"], [f"{p}/rounded"]),
-            # uint8 with the constant zero point 128 (the fast u8 x s8 kernels): the same integers, shifted
-            helper.make_node("Add", [f"{p}/rounded", "xlt_q/128"], [f"{p}/shifted"]),
-            helper.make_node("Cast", [f"{p}/shifted"], [f"{p}/x_uint8"], to=TensorProto.UINT8),
+            helper.make_node("Div", [f"{p}/absmax_safe", "xlt_q/127"], [f"{p}/x_scale"]),  # (M,)
+            # uint8 with the zero point 128 (the fast u8 x s8 kernels): round(X / s_x) + 128, the same integers
+            # shifted; QuantizeLinear per axis 0 = one scale per row
+            helper.make_node("Shape", [f"{p}/x_scale"], [f"{p}/m"]),
+            helper.make_node("Expand", ["xlt_q/zp128", f"{p}/m"], [f"{p}/x_zero"]),
+            helper.make_node("QuantizeLinear", [f"{p}/rows", f"{p}/x_scale", f"{p}/x_zero"], [f"{p}/x_uint8"],
+                             axis=0),
             helper.make_node("MatMulInteger", [f"{p}/x_uint8", f"{p}/w_int8", "xlt_q/zp128"], [f"{p}/acc"]),  # int32
-            helper.make_node("Cast", [f"{p}/acc"], [f"{p}/acc_f"], to=TensorProto.FLOAT),
-            helper.make_node("Mul", [f"{p}/acc_f", f"{p}/x_scale"], [f"{p}/y_rows_x"]),
+            helper.make_node("DequantizeLinear", [f"{p}/acc", f"{p}/x_scale"], [f"{p}/y_rows_x"], axis=0),
             helper.make_node("Mul", [f"{p}/y_rows_x", f"{p}/w_scale"], [f"{p}/y_rows"]),
             helper.make_node("Shape", [x], [f"{p}/x_shape"]),  # (..., K) -> (..., N)
             helper.make_node("Slice", [f"{p}/x_shape", "xlt_q/zero", "xlt_q/last"], [f"{p}/lead"]),

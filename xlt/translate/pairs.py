@@ -29,8 +29,9 @@ def attach_translations(cfg: RunConfig, task, rows: list, src: str, tgt: str, re
     ``labelled``: transfer the labels (word-level labels unknown where the transfer loses some).  ``drop_empty``:
     drop rows whose translation is empty (training); otherwise "." stands in.  Statistics go to ``report``."""
     translated, tstats = translate_examples(cfg, task, rows, src, tgt)
-    links = align_examples(cfg, task, rows, translated, tgt if src == cfg.data.source_lang else src) \
-        if labelled else [set() for _ in rows]
+    alignment: dict = {}
+    links = align_examples(cfg, task, rows, translated, tgt if src == cfg.data.source_lang else src,
+                           record=alignment) if labelled else [set() for _ in rows]
     total, out, empty, unlabelled = ProjectionStats(), [], 0, 0
     for row, pair, link in zip(rows, translated, links):
         if is_empty(task, pair):
@@ -47,6 +48,7 @@ def attach_translations(cfg: RunConfig, task, rows: list, src: str, tgt: str, re
     report.update({"translation": tstats, "empty_translations": empty, "pairs": len(out)})
     if labelled:
         report["projection"] = {**total.to_dict(), "pairs_without_word_labels": unlabelled}
+        report["alignment"] = alignment
     return out
 
 

@@ -54,6 +54,14 @@ def open_cache(cfg: RunConfig) -> TranslationCache:
     return TranslationCache(cfg.translation.cache or default_cache_path())
 
 
+def alignment_cache(cfg: RunConfig) -> Path | None:
+    """Where the run's word alignments are kept (``translation.alignment_cache``); None when it is "off"."""
+    from xlt import zoo
+
+    setting = cfg.translation.alignment_cache
+    return None if setting == "off" else Path(setting) if setting else zoo.xlt_home() / "alignments"
+
+
 def words_of(translator: Translator, text: str) -> list[str]:
     """Stored translations (``file``) are pre-tokenized text; MT output is split with ``tokenize_words``."""
     return text.split() if translator.name in ("file", "identity") else tokenize_words(text)

@@ -33,7 +33,8 @@ def translate_test_predict(cfg: RunConfig, task, predict_fn, lang: str, rows: li
     inputs = [task.translated(r, ["."] * len(task.texts(r)), src, r.origin, str.split) if is_empty(task, t) else t
               for r, t in zip(rows, translated)]
     on_source = predict_fn(inputs)
-    links = align_examples(cfg, task, inputs, rows, lang, _aligner_extra(cfg, task, lang, train_rows))
+    alignment: dict = {}
+    links = align_examples(cfg, task, inputs, rows, lang, _aligner_extra(cfg, task, lang, train_rows), alignment)
     direct = predict_fn(rows) if task.back_projection_fallback else [None] * len(rows)
     total, out = ProjectionStats(), []
     for pred, original, tr, link, own in zip(on_source, rows, inputs, links, direct):
@@ -43,4 +44,5 @@ def translate_test_predict(cfg: RunConfig, task, predict_fn, lang: str, rows: li
     stats = {"translation": tstats, "empty_translations": sum(is_empty(task, t) for t in translated)}
     if task.needs_alignment:
         stats["back_projection"] = total.to_dict()
+        stats["alignment"] = alignment
     return out, stats

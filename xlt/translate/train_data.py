@@ -14,7 +14,8 @@ from xlt.data.bio import orphan_positions
 from xlt.data.datasets import load_split
 from xlt.errors import ConfigError, DataError
 from xlt.translate import tokenize_words, translate_cached
-from xlt.translate.resources import backend_name, extra_parallel, make_translator, open_cache, words_of
+from xlt.translate.resources import (alignment_cache, backend_name, extra_parallel, make_translator, open_cache,
+                                    words_of)
 
 
 def translate_examples(cfg: RunConfig, task, examples: list, src: str, tgt: str,
@@ -57,19 +58,21 @@ def is_empty(task, example) -> bool:
 
 
 def align_examples(cfg: RunConfig, task, sources: list, targets: list, lang: str,
-                   extra: list | None = None) -> list[set]:
-    """Word links of each (source, target) pair; empty without alignment (tasks whose labels need none)."""
+                   extra: list | None = None, record: dict | None = None) -> list[set]:
+    """Word links of each (source, target) pair; empty without alignment (tasks whose labels need none).  Through
+    the alignment cache (``translation.alignment_cache``): ``record`` gets its key and whether it was reused."""
     if not task.needs_alignment:
         return [set() for _ in sources]
     pairs = extra_parallel(cfg, lang, cfg.data.source_lang) + list(extra or [])
-    return align([task.words(s) for s in sources], [task.words(t) for t in targets], pairs)
+    return align([task.words(s) for s in sources], [task.words(t) for t in targets], pairs,
+                 cache=alignment_cache(cfg), record=record)
 
 
-def transfer_examples(cfg: RunConfig, task, sources: list, translated: list, lang: str
+def transfer_examples(cfg: RunConfig, task, sources: list, translated: list, lang: str, record: dict | None = None
                       ) -> tuple[list[tuple[object, bool] | None], ProjectionStats]:
     """Labels of ``sources`` moved onto their ``translated`` examples: (labelled example, lost) per pair, None
-    where the translation is empty."""
-    links = align_examples(cfg, task, sources, translated, lang)
+    where the translation is empty.  ``record``: the alignment's cache key (``align_examples``)."""
+    links = align_examples(cfg, task, sources, translated, lang, record=record)
     total, out = ProjectionStats(), []
     for s, t, link in zip(sources, translated, links):
         if is_empty(task, t):
@@ -91,7 +94,8 @@ def project_rows(cfg: RunConfig, task, sources: list, translated: list, lang: st
     policy = cfg.translation.on_lost_span
     if policy not in ("skip_utterance", "keep"):
         raise ConfigError(f"translation.on_lost_span must be skip_utterance or keep, not {policy!r}")
-    results, total = transfer_examples(cfg, task, sources, translated, lang)
+    alignment: dict = {}
+    results, total = transfer_examples(cfg, task, sources, translated, lang, alignment)
     out = []
     for source, result in zip(sources, results):
         if result is None or (result[1] and policy == "skip_utterance"):
@@ -100,7 +104,7 @@ def project_rows(cfg: RunConfig, task, sources: list, translated: list, lang: st
         example.reference = task.texts(source)  # the source-language text it was translated from
         out.append(example)
     report = {**total.to_dict(), "empty_translations_skipped": results.count(None), "utterances_kept": len(out),
-              "bio_violation_lines": bio_violation_lines(task, out)}
+              "bio_violation_lines": bio_violation_lines(task, out), "alignment": alignment}
     return out, report
 
 
