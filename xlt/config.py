@@ -106,6 +106,14 @@ class TrainConfig:
     # ("fp32", not accelerate's "no": YAML reads a bare no as false)
     mixed_precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     bucket_size: int = positive(50)  # batches per length-sorted bucket (dynamic padding)
+    # which model the run keeps as best/ (what evaluation, export and prediction use).  source_dev: the evaluated
+    # checkpoint with the best source-language dev score (zero-shot); last: the final step; average: the uniform
+    # average of the weights of the last `average_last` evaluated checkpoints; target_dev: the best mean score on
+    # labelled target-language dev sets (`target_dev_langs`): NOT zero-shot, and every report says so
+    select: Literal["source_dev", "last", "average", "target_dev"] = "source_dev"
+    average_last: int = positive(3)
+    target_dev_langs: list[str] = field(default_factory=list)  # target_dev: [] = data.eval_langs but the source
+    keep_checkpoints: bool = False  # keep every evaluated model in RUN_DIR/checkpoints/step-N (safetensors)
 
 
 @dataclass
@@ -136,7 +144,7 @@ class RunConfig:
     translation: TranslationConfig = field(default_factory=TranslationConfig)
     # the method's own settings (e.g. XeroAlign's loss weight), typed by the dataclass the method registers
     options: dict = field(default_factory=dict)
-    selection: str = "source-dev"  # checkpoint selection protocol; only source-dev is implemented
+    selection: str = "source-dev"  # legacy label of runs before train.select (read, not used): train.select is it
 
     @property
     def run_dir(self) -> Path:

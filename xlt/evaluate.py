@@ -23,6 +23,23 @@ def eval_config(run_dir: Path, test_method: str | None, overrides: list[str] | N
     return cfg
 
 
+def selection_detail(cfg: RunConfig, metric: str, steps: list[int] | None) -> str:
+    """How ``train.select`` chose the evaluated model, in words (said in every report)."""
+    t, source = cfg.train, cfg.data.source_lang
+    at = f" (step {', '.join(map(str, steps))})" if steps else ""
+    if t.select == "last":
+        return f"the last step{at}; {source} dev checked every {t.eval_every} steps for the log only"
+    if t.select == "average":
+        return (f"uniform average of the weights of the last {t.average_last} evaluated checkpoints{at}, "
+                f"{t.eval_every} steps apart")
+    if t.select == "target_dev":
+        from xlt.pipeline import target_dev_langs
+
+        return (f"NOT zero-shot: best mean {metric} on the labelled dev sets of {', '.join(target_dev_langs(cfg))}"
+                f"{at}, checked every {t.eval_every} steps (target-language labels chose the checkpoint)")
+    return f"best {metric} on {source} dev{at}, checked every {t.eval_every} steps"
+
+
 def alignment_keys(report, where: str = "") -> dict[str, str]:
     """{place in the data report: alignment cache key} for every word alignment the run's data went through."""
     found: dict[str, str] = {}
@@ -80,8 +97,9 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
     data_report = json.loads((run_dir / "data_report.json").read_text())
     results = {
         "model": cfg.model.name, "task": task.name, "method": cfg.train.method, "dataset": cfg.data.dataset,
-        "split": split, "source_lang": source, "seed": cfg.train.seed, "selection": cfg.selection,
-        "selection_detail": f"best {ctx.select_metric} on {source} dev, checked every {cfg.train.eval_every} steps",
+        "split": split, "source_lang": source, "seed": cfg.train.seed,
+        "selection": cfg.train.select.replace("_", "-"), "zero_shot_selection": cfg.train.select != "target_dev",
+        "selection_detail": selection_detail(cfg, ctx.select_metric, train_summary.get("selected_steps")),
         "metrics": list(task.metrics), "dataset_notes": ctx.dataset.notes,
         "best_step": train_summary.get("best_step"), "steps": train_summary.get("step"),
         "train_examples": data_report.get("train_used"), "train_summary": train_summary,

@@ -32,6 +32,13 @@ class RunData:
     test_examples: dict[str, list]
     trim: VocabTrim | None
     report: dict = field(default_factory=dict)
+    # train.select=target_dev: {lang: (dev examples, encoded inputs)} of the labelled target-language dev sets
+    target_dev: dict[str, tuple[list, list[Encoded]]] = field(default_factory=dict)
+
+
+def target_dev_langs(cfg: RunConfig) -> list[str]:
+    """The languages whose labelled dev sets ``train.select=target_dev`` selects on."""
+    return cfg.train.target_dev_langs or [x for x in cfg.data.eval_langs if x != cfg.data.source_lang]
 
 
 def make_run(cfg: RunConfig) -> tuple[RunContext, Method]:
@@ -39,6 +46,14 @@ def make_run(cfg: RunConfig) -> tuple[RunContext, Method]:
     ctx = RunContext.from_config(cfg)
     method = get_method(cfg.train.method)(ctx)
     method.check()
+    if cfg.train.select == "target_dev":
+        if type(method).predict is not Method.predict:
+            raise ConfigError(f"train.select=target_dev: method {cfg.train.method} predicts its own way at test time "
+                              f"(through a translation or a language token), which selection during training does "
+                              f"not reproduce; use source_dev, last or average")
+        if not target_dev_langs(cfg):
+            raise ConfigError("train.select=target_dev needs target languages: train.target_dev_langs, or "
+                              "data.eval_langs other than the source language")
     return ctx, method
 
 
@@ -90,6 +105,13 @@ def prepare_data(ctx: RunContext, method: Method) -> RunData:
     pair_report: dict = {}
     dev, _ = encode_examples(task, tokenizer, method.eval_inputs(dev_examples, d.source_lang, pair_report), labels,
                              None)
+    target_dev = {}
+    if cfg.train.select == "target_dev":  # labelled target-language data chooses the checkpoint: not zero-shot
+        for lang in target_dev_langs(cfg):
+            examples = ctx.load_split(lang, "valid")
+            target_dev[lang] = (examples, encode_examples(task, tokenizer, method.eval_inputs(examples, lang,
+                                                                                          pair_report), labels,
+                                                          None)[0])
     if pair_report:
         report["eval_pairs"] = pair_report
     test_examples, id_lists, unseen = {}, [], {}
@@ -101,19 +123,20 @@ def prepare_data(ctx: RunContext, method: Method) -> RunData:
     report["gold_labels_unseen_in_training"] = unseen
     trim = None
     if cfg.model.trim_vocab:
-        for group in (train, dev):
+        groups = (train, dev, *(items for _, items in target_dev.values()))
+        for group in groups:
             for e in group:
                 id_lists.append(e.input_ids)
                 if e.pair is not None:
                     id_lists.append(e.pair.input_ids)
         trim = VocabTrim.from_ids(id_lists, special_ids(tokenizer))
-        for group in (train, dev):
+        for group in groups:
             for e in group:
                 e.input_ids = trim.map_ids(e.input_ids)
                 if e.pair is not None:
                     e.pair.input_ids = trim.map_ids(e.pair.input_ids)
         report["vocab_kept"] = len(trim.kept)
-    return RunData(labels, train, dev, dev_examples, test_examples, trim, report)
+    return RunData(labels, train, dev, dev_examples, test_examples, trim, report, target_dev)
 
 
 def pad_id(tokenizer, trim: VocabTrim | None) -> int:

@@ -30,7 +30,12 @@ def _atomic_dir(target: Path, write) -> None:
 
 
 def save_model(model: torch.nn.Module, folder: Path) -> None:
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    atomic_save(model.state_dict(), folder)
+
+
+def atomic_save(state: dict[str, torch.Tensor], folder: Path) -> None:
+    """``folder/model.safetensors`` holding ``state``, written whole or not at all."""
+    state = {k: v.detach().cpu().contiguous() for k, v in state.items()}
     _atomic_dir(folder, lambda d: save_file(state, str(d / "model.safetensors")))
 
 

@@ -115,6 +115,8 @@ class LoopHooks:
     evaluate: Callable[[torch.nn.Module], tuple[dict, float]]  # -> (metrics to log, selection value; higher wins)
     count: Callable[[list[int]], tuple[int, int]]  # (sub-tokens, sentences) of a global batch
     save_best: Callable[[torch.nn.Module, Path], None] = checkpoint.save_model
+    # (model, step) after each evaluation's checkpoint, main process only: keep the evaluated model (train.select)
+    after_evaluate: Callable[[torch.nn.Module, int], None] | None = None
 
 
 def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSettings, hooks: LoopHooks,
@@ -241,6 +243,8 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
                   "peak_rss_mb": peak_rss_mb()}
         if improved:
             hooks.save_best(model, out_dir / "best")
+        if hooks.after_evaluate is not None:  # before `last`: a resumed run never misses one
+            hooks.after_evaluate(model, state["step"])
         checkpoint.save_training(out_dir / "last", model, optimizer, scheduler, dict(state), rng_states,
                                  cuda_rng_states)
         with open(out_dir / "metrics.jsonl", "a") as f:  # after the checkpoint: a resumed run never logs twice
