@@ -37,7 +37,7 @@ def quantize_per_token(src: Path, dst: Path) -> int:
     model = onnx.load(str(src))
     graph = model.graph
     weights = {t.name: t for t in graph.initializer}
-    new_nodes, count = [], 0
+    new_nodes, count, quantized = [], 0, {}
     new_inits = [numpy_helper.from_array(np.array(1e-8 * 127, dtype=np.float32), "xlt_q/eps"),
                  numpy_helper.from_array(np.array(127.0, dtype=np.float32), "xlt_q/127"),
                  numpy_helper.from_array(np.array([0], dtype=np.int64), "xlt_q/zero"),
@@ -56,27 +56,33 @@ def quantize_per_token(src: Path, dst: Path) -> int:
         q_w = np.clip(np.round(weight / w_scale), -127, 127).astype(np.int8)
         new_inits += [numpy_helper.from_array(q_w, f"{p}/w_int8"),
                       numpy_helper.from_array(w_scale.astype(np.float32), f"{p}/w_scale"),
-                      numpy_helper.from_array(np.array([-1, k], dtype=np.int64), f"{p}/rows_shape"),
                       numpy_helper.from_array(np.array([n], dtype=np.int64), f"{p}/n")]
         x, y = node.input[0], node.output[0]
+        if x not in quantized:  # one quantization per input: the Q, K and V projections of a layer share it
+            quantized[x] = f"xlt_q/in{len(quantized) + 1}"
+            q = quantized[x]
+            new_inits.append(numpy_helper.from_array(np.array([-1, k], dtype=np.int64), f"{q}/rows_shape"))
+            new_nodes += [
+                helper.make_node("Reshape", [x, f"{q}/rows_shape"], [f"{q}/rows"]),  # (M, K)
+                helper.make_node("Abs", [f"{q}/rows"], [f"{q}/abs"]),
+                helper.make_node("ReduceMax", [f"{q}/abs"], [f"{q}/absmax"], axes=[1], keepdims=0),  # (M,)
+                helper.make_node("Max", [f"{q}/absmax", "xlt_q/eps"], [f"{q}/absmax_safe"]),
+                helper.make_node("Div", [f"{q}/absmax_safe", "xlt_q/127"], [f"{q}/x_scale"]),  # (M,)
+                # uint8 with the zero point 128 (the fast u8 x s8 kernels): round(X / s_x) + 128, the same
+                # integers shifted; QuantizeLinear per axis 0 = one scale per row
+                helper.make_node("Shape", [f"{q}/x_scale"], [f"{q}/m"]),
+                helper.make_node("Expand", ["xlt_q/zp128", f"{q}/m"], [f"{q}/x_zero"]),
+                helper.make_node("QuantizeLinear", [f"{q}/rows", f"{q}/x_scale", f"{q}/x_zero"], [f"{q}/x_uint8"],
+                                 axis=0),
+                helper.make_node("Shape", [x], [f"{q}/x_shape"]),  # (..., K): the output is (..., N)
+                helper.make_node("Slice", [f"{q}/x_shape", "xlt_q/zero", "xlt_q/last"], [f"{q}/lead"]),
+            ]
+        q = quantized[x]
         new_nodes += [
-            helper.make_node("Reshape", [x, f"{p}/rows_shape"], [f"{p}/rows"]),  # (M, K)
-            helper.make_node("Abs", [f"{p}/rows"], [f"{p}/abs"]),
-            helper.make_node("ReduceMax", [f"{p}/abs"], [f"{p}/absmax"], axes=[1], keepdims=0),  # (M,)
-            helper.make_node("Max", [f"{p}/absmax", "xlt_q/eps"], [f"{p}/absmax_safe"]),
-            helper.make_node("Div", [f"{p}/absmax_safe", "xlt_q/127"], [f"{p}/x_scale"]),  # (M,)
-            # uint8 with the zero point 128 (the fast u8 x s8 kernels): round(X / s_x) + 128, the same integers
-            # shifted; QuantizeLinear per axis 0 = one scale per row
-            helper.make_node("Shape", [f"{p}/x_scale"], [f"{p}/m"]),
-            helper.make_node("Expand", ["xlt_q/zp128", f"{p}/m"], [f"{p}/x_zero"]),
-            helper.make_node("QuantizeLinear", [f"{p}/rows", f"{p}/x_scale", f"{p}/x_zero"], [f"{p}/x_uint8"],
-                             axis=0),
-            helper.make_node("MatMulInteger", [f"{p}/x_uint8", f"{p}/w_int8", "xlt_q/zp128"], [f"{p}/acc"]),  # int32
-            helper.make_node("DequantizeLinear", [f"{p}/acc", f"{p}/x_scale"], [f"{p}/y_rows_x"], axis=0),
+            helper.make_node("MatMulInteger", [f"{q}/x_uint8", f"{p}/w_int8", "xlt_q/zp128"], [f"{p}/acc"]),  # int32
+            helper.make_node("DequantizeLinear", [f"{p}/acc", f"{q}/x_scale"], [f"{p}/y_rows_x"], axis=0),
             helper.make_node("Mul", [f"{p}/y_rows_x", f"{p}/w_scale"], [f"{p}/y_rows"]),
-            helper.make_node("Shape", [x], [f"{p}/x_shape"]),  # (..., K) -> (..., N)
-            helper.make_node("Slice", [f"{p}/x_shape", "xlt_q/zero", "xlt_q/last"], [f"{p}/lead"]),
-            helper.make_node("Concat", [f"{p}/lead", f"{p}/n"], [f"{p}/y_shape"], axis=0),
+            helper.make_node("Concat", [f"{q}/lead", f"{p}/n"], [f"{p}/y_shape"], axis=0),
             helper.make_node("Reshape", [f"{p}/y_rows", f"{p}/y_shape"], [y]),
         ]
     used = {i for nd in new_nodes for i in nd.input}
