@@ -147,3 +147,17 @@ def test_a_phase_can_start_from_an_earlier_phase(corpus_dir, tmp_path, xlt_home)
         run_stage(stage_cfg(corpus_dir, tmp_path, "name=bad", phases("[later]")))
     with pytest.raises(ConfigError, match="cannot merge"):
         run_stage(stage_cfg(corpus_dir, tmp_path, "name=merge", phases("[head, all]")))
+
+
+def test_a_stage_folder_is_overwritten_only_when_asked(corpus_dir, tmp_path, xlt_home):
+    from xlt.errors import XltError
+
+    cfg = stage_cfg(corpus_dir, tmp_path, "phases=[{name: one, steps: 2, eval_every: 2, batch_size: 8}]")
+    run_stage(cfg)
+    with pytest.raises(XltError, match="--overwrite"):
+        run_stage(cfg)
+    with pytest.raises(XltError, match="contradict"):
+        run_stage(cfg, resume=True, overwrite=True)
+    (cfg.run_dir / "marker").write_text("from the first run")
+    run_stage(cfg, overwrite=True)
+    assert not (cfg.run_dir / "marker").exists() and (cfg.run_dir / "results.json").exists()
