@@ -64,8 +64,8 @@ def export_graph(predictor: TorchPredictor, path: Path) -> None:
                           dynamic_axes=dims)
 
 
-def _dev_inputs(reference: TorchPredictor, limit: int) -> tuple[list, list[Request], list[Prepared]]:
-    """The run's source-language dev examples (at most ``limit``), their requests and prepared inputs (fusion
+def _dev_inputs(reference: TorchPredictor, limit: int) -> tuple[list, list[Prepared]]:
+    """The run's source-language dev examples (at most ``limit``) and their prepared inputs (fusion
     models: with their translations).  ``DataError`` / ``OSError`` when there is no dev set."""
     run, task = reference.run, reference.run.ctx.task
     examples = run.ctx.load_split(run.ctx.cfg.data.source_lang, "valid")[:limit]
@@ -73,7 +73,7 @@ def _dev_inputs(reference: TorchPredictor, limit: int) -> tuple[list, list[Reque
     prepared = [reference.prepare(r) for r in requests]
     if reference.fusion:
         reference.translate(requests, prepared)
-    return examples, requests, prepared
+    return examples, prepared
 
 
 def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: int = 2000) -> dict:
@@ -122,7 +122,7 @@ def parity_report(reference: TorchPredictor, others: list[Predictor], limit: int
     identical predictions and the largest absolute logit difference at real (unpadded) positions."""
     run, task = reference.run, reference.run.ctx.task
     try:
-        examples, requests, prepared = _dev_inputs(reference, limit)
+        examples, prepared = _dev_inputs(reference, limit)
     except (DataError, OSError) as err:
         return {"skipped": f"no dev set to compare on: {err}"}
     ref = reference.predict_labelled(prepared)
