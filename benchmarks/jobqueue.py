@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -120,8 +121,11 @@ def committed_results(results_dir: Path, name: str) -> dict:
 
 def git_commit() -> str:
     """The short commit the results come from."""
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          cwd=HERE).stdout.strip()
+    try:  # a copy without git (a GPU machine): the caller states the commit itself
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=HERE).stdout.strip() or os.environ.get("XLT_GIT_COMMIT", "unknown")
+    except FileNotFoundError:
+        return os.environ.get("XLT_GIT_COMMIT", "unknown")
 
 
 def mean_std(values: list[float], scale: float = 100) -> str:

@@ -193,3 +193,17 @@ def test_trelm_other_processes_wait_for_the_main_process_links(data, tmp_path, x
     monkeypatch.setattr("xlt.stages.trelm.subtoken_links", lambda *a: pytest.fail("a second process fitted eflomal"))
     run_stage(other)
     assert json.loads((other.run_dir / "results.json").read_text())["export"]["pairs"]["cdlm_alignments"] == "eflomal fit"
+
+
+def test_trelm_migrates_to_a_synthetic_language_scored_on_the_true_bijection(data, tmp_path, xlt_home):
+    from xlt.stages.trelm_base import dictionary_pairs
+    from xlt.synthetic import cipher
+
+    cfg = trelm_cfg(data, tmp_path, "name=trelm-syn", "corpus.langs={en: [mono/en/*.txt], syn-en: [mono/en/*.txt]}",
+                    "corpus.parallel={syn-en: [mono/en/a.txt]}", "options.target_lang=syn-en")
+    assert cfg.model.name == "tiny-random"  # TreLM builds the target vocabulary itself
+    assert dictionary_pairs("syn-en", DICTIONARY[5:]) == [(cipher(e), e) for e, _ in DICTIONARY[5:]]
+    run_stage(cfg)
+    migration = json.loads((cfg.run_dir / "base" / "migration.json").read_text())
+    assert migration["precision_at_1"]
+    assert cipher("house") in "".join(zoo.load_tokenizer(cfg.run_dir / "base").get_vocab())

@@ -359,6 +359,9 @@ def load_stage_config(path: str | Path | None, overrides: list[str] | None = Non
     options_type = get_stage(cfg.stage).Options
     raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
     cfg.options = from_dict(options_type, raw, _key(source, "options"))  # type: ignore[assignment]
+    if get_stage(cfg.stage).grows_synthetic_vocabulary:  # TreLM builds its own target vocabulary instead
+        from xlt.synthetic import with_synthetic_vocabulary
+        cfg = with_synthetic_vocabulary(cfg)
     return cfg
 
 
@@ -388,7 +391,8 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         raise ConfigError(f"{where} is a pre-training stage config: run it with `xlt pretrain`")
     data = apply_overrides(data, overrides or [])
     source = _source(where, overrides)
-    return resolve_method_options(from_dict(RunConfig, data, source), source)
+    from xlt.synthetic import with_synthetic_vocabulary
+    return with_synthetic_vocabulary(resolve_method_options(from_dict(RunConfig, data, source), source))
 
 
 def to_dict(cfg: Any) -> dict:

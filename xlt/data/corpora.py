@@ -4,7 +4,8 @@ file, the text file (path, size, modification time) and the settings, so a chang
 
 The last ``heldout_lines`` non-empty lines of each file are held out for evaluation and never trained on.  A line
 longer than ``max_length`` sub-tokens is split into pieces of at most that length (with the special tokens of each
-piece), counted in the report, never truncated.  Lines that are not UTF-8 are skipped and counted; a glob that
+piece), counted in the report, never truncated.  A synthetic language (``corpus.langs: {syn-en: [mono/en/*.txt]}``)
+reads its base language's files and re-writes each line (``xlt.synthetic``).  Lines that are not UTF-8 are skipped and counted; a glob that
 matches no file, or a file without usable lines, is an error naming it.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from safetensors.torch import load_file, save_file
 from xlt.config import CorpusConfig
 from xlt.data.readers import text_lines
 from xlt.errors import DataError
+from xlt.synthetic import is_synthetic
 
 
 @dataclass
@@ -46,7 +48,9 @@ def corpus_files(cfg: CorpusConfig) -> list[tuple[Path, str]]:
             found = sorted(base.glob(pattern))
             if not found:
                 raise DataError(f"{base / pattern}: no file matches ({key}, under corpus.data_dir={base})")
-            files += [(f, lang) for f in found if f not in [g for g, _ in files]]
+            # a file once; a synthetic language's image of a file is another text
+            seen = {(g, lang_of if is_synthetic(lang_of) else "") for g, lang_of in files}
+            files += [(f, lang) for f in found if (f, lang if is_synthetic(lang) else "") not in seen]
     return files
 
 
@@ -59,8 +63,14 @@ def _pieces(ids: list[int], max_length: int, n_special: int) -> list[list[int]]:
     return [head + body[i:i + size] + tail for i in range(0, len(body), size)]
 
 
-def _tokenize_file(path: Path, tokenizer, cfg: CorpusConfig) -> tuple[list[list[int]], list[list[int]], dict]:
+def _tokenize_file(path: Path, tokenizer, cfg: CorpusConfig, lang: str = ""
+                   ) -> tuple[list[list[int]], list[list[int]], dict]:
+    from xlt.synthetic import parse, to_synthetic
+
     lines, skipped = text_lines(path)
+    synthetic = parse(lang) if lang else None
+    if synthetic is not None:  # syn-en: the English file's lines, re-written (xlt.synthetic)
+        lines = [to_synthetic(line, synthetic) for line in lines]
     bad = sum(skipped.values())
     if not lines:
         raise DataError(f"{path}: no usable lines ({bad} unreadable: {skipped or 'the file is empty'})")
@@ -108,8 +118,9 @@ def load_corpus(cfg: CorpusConfig, tokenizer, tokenizer_file: Path, cache_dir: P
     cache_dir.mkdir(parents=True, exist_ok=True)
     for path, lang in corpus_files(cfg):
         stat = path.stat()
-        key = hashlib.sha1(json.dumps([tok_hash, str(path.resolve()), stat.st_size, stat.st_mtime_ns,
-                                       cfg.heldout_lines, cfg.max_lines, cfg.max_length]).encode()).hexdigest()
+        parts = [tok_hash, str(path.resolve()), stat.st_size, stat.st_mtime_ns, cfg.heldout_lines, cfg.max_lines,
+                 cfg.max_length] + ([lang] if is_synthetic(lang) else [])
+        key = hashlib.sha1(json.dumps(parts).encode()).hexdigest()
         cached = cache_dir / f"{key}.safetensors"
         if cached.exists():
             t = load_file(str(cached))
@@ -117,7 +128,7 @@ def load_corpus(cfg: CorpusConfig, tokenizer, tokenizer_file: Path, cache_dir: P
                                                                                  t["heldout_lengths"])
             report = json.loads(cached.with_suffix(".json").read_text())
         else:
-            train, heldout, report = _tokenize_file(path, tokenizer, cfg)
+            train, heldout, report = _tokenize_file(path, tokenizer, cfg, lang)
             (ti, tl), (hi, hl) = _flat(train), _flat(heldout)
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")  # runs started at once each write their own
             save_file({"train_ids": ti, "train_lengths": tl, "heldout_ids": hi, "heldout_lengths": hl}, str(tmp))

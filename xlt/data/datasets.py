@@ -52,6 +52,11 @@ def load_split(data_dir: Path, dataset: str, lang: str, split: str, orphan_polic
     """Read one split of a registered dataset; ``split`` is ``train``, ``valid`` or ``test``."""
     if split not in ("train", "valid", "test"):
         raise ValueError(f"split must be train/valid/test, not {split!r}")
+    from xlt.synthetic import parse
+    synthetic = parse(lang)
+    if synthetic is not None:  # syn-en: the English split, re-written (xlt/synthetic)
+        from xlt.synthetic.data import load_synthetic_split
+        return load_synthetic_split(Path(data_dir), dataset, synthetic, split, orphan_policy)
     ds = get_dataset(dataset)
     if split == "train" and ds.train_langs is not None and lang not in ds.train_langs:
         raise DataError(f"{dataset} has training data for {', '.join(ds.train_langs)} only, not {lang!r}")

@@ -2,7 +2,8 @@
 code-switched MLM): ``corpus.parallel: {lang: [globs of that language's files]}`` under ``corpus.data_dir``; each
 file's English side is the same path with the suffix ``.en`` (``parallel/en-de/bible-elb1932.de`` ->
 ``bible-elb1932.en``), or a pair is named explicitly as ``"other_file|english_file"`` (``xsid/train/da.mt.text|
-xsid/train/en.text``).
+xsid/train/en.text``).  A synthetic language (``corpus.parallel: {syn-en: [mono/en/*.txt]}``) pairs each line of
+English files with its exact image (``xlt.synthetic``): unlimited perfect parallel text.
 
 Both files must have the same number of lines (an error naming them otherwise).  A pair is skipped, and counted,
 when either side is empty or not UTF-8, or when either side is longer than ``corpus.max_length`` sub-tokens (pairs
@@ -26,6 +27,7 @@ from safetensors.torch import load_file, save_file
 from xlt.config import CorpusConfig
 from xlt.data.readers import Unreadable, _lines, announce_skips
 from xlt.errors import DataError
+from xlt.synthetic import is_synthetic
 
 
 @dataclass
@@ -66,6 +68,9 @@ def parallel_files(cfg: CorpusConfig) -> list[tuple[str, Path, Path]]:
             if not found:
                 raise DataError(f"{base / pattern}: no file matches (corpus.parallel.{lang}, under corpus.data_dir="
                                 f"{base})")
+            if is_synthetic(lang):  # syn-en: English files, each line paired with its exact synthetic image
+                out += [(lang, f, f) for f in found]
+                continue
             for other in found:
                 english = other.with_suffix(".en")
                 if not english.exists():
@@ -75,8 +80,13 @@ def parallel_files(cfg: CorpusConfig) -> list[tuple[str, Path, Path]]:
     return out
 
 
-def _read_pairs(other: Path, english: Path, tokenizer, cfg: CorpusConfig) -> tuple[dict, dict]:
+def _read_pairs(other: Path, english: Path, tokenizer, cfg: CorpusConfig, lang: str = "") -> tuple[dict, dict]:
+    from xlt.synthetic import parse, to_synthetic
+
     a, b = list(_lines(other)), list(_lines(english))
+    synthetic = parse(lang) if lang else None
+    if synthetic is not None:
+        a = [(n, x if isinstance(x, Unreadable) else to_synthetic(x, synthetic)) for n, x in a]
     if len(a) != len(b):
         raise DataError(f"{other} has {len(a)} lines but {english} has {len(b)}: parallel files must be line-aligned")
     kept, skipped, first = [], Counter({"empty": 0, "over_max_length": 0}), ""
@@ -147,13 +157,13 @@ def load_parallel(cfg: CorpusConfig, tokenizer, tokenizer_file: Path, cache_dir:
     cache_dir.mkdir(parents=True, exist_ok=True)
     for index, (lang, other, english) in enumerate(parallel_files(cfg)):
         stats = [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in (other, english)]
-        key = hashlib.sha1(json.dumps(["pairs", tok_hash, stats, cfg.heldout_lines, cfg.max_lines,
-                                       cfg.max_length]).encode()).hexdigest()
+        key = hashlib.sha1(json.dumps(["pairs", tok_hash, stats, cfg.heldout_lines, cfg.max_lines, cfg.max_length]
+                                      + ([lang] if is_synthetic(lang) else [])).encode()).hexdigest()
         cached = cache_dir / f"{key}.safetensors"
         if cached.exists():
             rows, report = _load(cached)
         else:
-            rows, report = _read_pairs(other, english, tokenizer, cfg)
+            rows, report = _read_pairs(other, english, tokenizer, cfg, lang)
             _save(rows, report, cached)
         for split, target in (("train", corpus.train), ("heldout", corpus.heldout)):
             for number, en_ids, other_ids in rows[split]:

@@ -5,7 +5,8 @@ to an aligner, so the alignment uses priors learnt at export from the aligner da
 training set with its MT, Tatoeba): ``priors-{lang}.txt`` in the export folder (``build_priors``).  Spans are
 projected as BIO spans; word tags (POS) one-to-one, other words taking the model's own prediction on the input.
 A source-language input is predicted directly.  The answer carries the ``translation`` it went through.  eflomal
-samples (it has no seed), so a projected span can differ between two calls on the same input.
+samples (it has no seed), so a projected span can differ between two calls on the same input.  The ``synthetic``
+translator gives the exact alignment instead (``links``).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def labelled_via_translation(predictor, requests: list, prepared: list, errors: 
                              on_error: str) -> tuple[dict[int, dict], dict[int, dict]]:
     """({input index: labelled prediction on the input's own words}, {input index: extra answer fields})."""
     from xlt.serve.predictor import Request
-    from xlt.translate import get_translator, tokenize_words
+    from xlt.translate import EXACT, get_translator, tokenize_words
 
     t = predictor.translation
     groups: dict[str, list[int]] = {}
@@ -42,26 +43,30 @@ def labelled_via_translation(predictor, requests: list, prepared: list, errors: 
         setting = t["languages"][lang]
         translator = get_translator(setting["backend"])
         translated = predictor.translate_texts(translator, requests, prepared, idx, lang, t["source_lang"])
-        requests_src = [Request(tr) if predictor.pair else Request(words=tokenize_words(tr[0]) or ["."])
-                        for tr in translated]
+        split = str.split if translator.name in EXACT else tokenize_words
+        requests_src = [Request(tr) if predictor.pair else Request(words=split(tr[0]) or ["."]) for tr in translated]
         on_source = predictor.predict_labelled([predictor.prepare(r) for r in requests_src])
         for i, tr in zip(idx, translated):
             extra[i] = {"translation": tr if predictor.pair else tr[0]}
         if predictor.pair:
             found.update(zip(idx, on_source))
             continue
+        exact = getattr(translator, "links", None)  # the synthetic translator knows the true alignment
+        links = ([exact(r.words, prepared[i].words.words, t["source_lang"], lang) for r, i in zip(requests_src, idx)]
+                 if exact is not None else None)
         _project_back(predictor, [prepared[i] for i in idx], requests_src, on_source,
-                      Path(predictor.folder) / setting["priors"], found, idx)
+                      Path(predictor.folder) / setting["priors"], found, idx, links)
     return found, extra
 
 
 def _project_back(predictor, originals: list, translations: list, on_source: list[dict], priors: Path,
-                  found: dict[int, dict], idx: list[int]) -> None:
+                  found: dict[int, dict], idx: list[int], links: list | None = None) -> None:
     from xlt.align.eflomal_align import align
     from xlt.align.project import project_tags, project_word_tags
     from xlt.data.records import UNKNOWN_TAG
 
-    links = align([r.words for r in translations], [p.words.words for p in originals], priors=priors)
+    if links is None:
+        links = align([r.words for r in translations], [p.words.words for p in originals], priors=priors)
     token_outputs = [how for how in predictor.spec["outputs"].values() if how["level"] == "token"]
     direct = (predictor.predict_labelled(originals) if any(not how["spans"] for how in token_outputs)
               else [None] * len(originals))

@@ -43,6 +43,9 @@ class Stage:
     description: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     Options: ClassVar[type] = dict  # a dataclass filled from the config's ``options:`` section
+    # a synthetic language named in the config grows the model's vocabulary (xlt.synthetic); False for a stage
+    # that builds its own target vocabulary (TreLM)
+    grows_synthetic_vocabulary: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -280,7 +283,8 @@ def _export(cfg, model: PretrainModel, stage: Stage, trim, base: Path, out: Path
                                       if not k.startswith("embeddings.word_embeddings")}, strict=False)
         encoder = full_encoder
     encoder.save_pretrained(str(tmp), safe_serialization=True)
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+    # synthetic.json: the vocabulary of a synthetic language the base was grown by (xlt.synthetic) comes along
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "synthetic.json"):
         if (base / name).exists():
             shutil.copyfile(base / name, tmp / name)
     extras = stage.export(model, tmp)

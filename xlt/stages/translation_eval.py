@@ -14,6 +14,7 @@ import torch
 
 from xlt.core.batching import pad_ids
 from xlt.errors import ConfigError, DataError
+from xlt.synthetic import parse, to_synthetic
 
 CHARACTER_BLEU = {"ja", "zh"}
 
@@ -21,8 +22,15 @@ CHARACTER_BLEU = {"ja", "zh"}
 def bleu(hypotheses: list[str], references: list[str], lang: str) -> float:
     from sacrebleu.metrics import BLEU
 
+    from xlt.synthetic import decipher, parse
+
     if not hypotheses:
         return 0.0
+    synthetic = parse(lang)
+    if synthetic is not None:  # scored on the deciphered text: the base language's BLEU tokenization applies
+        hypotheses = [decipher(h, synthetic.base) for h in hypotheses]
+        references = [decipher(r, synthetic.base) for r in references]
+        lang = synthetic.base
     metric = BLEU(tokenize="char" if lang in CHARACTER_BLEU else "13a")
     return float(metric.corpus_score(hypotheses, [references]).score)
 
@@ -44,10 +52,15 @@ class TranslationEval:
         self.references: dict[str, list[tuple[str, str]]] = {}  # lang -> [(text in lang, text in languages[0])]
         base = Path(stage.cfg.corpus.data_dir)
         for lang, files in o.reference.items():
-            if lang not in self.languages or len(files) != 2:
+            synthetic = parse(lang)
+            exact = synthetic is not None and synthetic.base == self.languages[0] and len(files) == 1
+            if lang not in self.languages or (len(files) != 2 and not exact):
                 raise ConfigError(f"options.reference.{lang}: expected a language of the pair {self.languages} "
-                                  f"mapped to [file in {lang}, line-aligned file in {self.languages[0]}]")
-            a, b = (read_lines(base / f, o.reference_sentences) for f in files)
+                                  f"mapped to [file in {lang}, line-aligned file in {self.languages[0]}] (a "
+                                  f"synthetic language: [file in its base language], its exact image the reference)")
+            b = read_lines(base / files[-1], o.reference_sentences)
+            a = ([to_synthetic(y, synthetic) for y in b] if exact else  # type: ignore[arg-type]
+                 read_lines(base / files[0], o.reference_sentences))
             self.references[lang] = [(x, y) for x, y in zip(a, b) if x and y]
 
     def ids(self, text: str) -> list[int]:

@@ -74,6 +74,7 @@ class TreLM(Stage):
     description = "TreLM: migrate an English encoder to a new language (aligned embeddings, TRILayer, CdLM)"
     paper = "Li et al. 2021 (TreLM, ICLR submission); Conneau et al. 2018 (MUSE)"
     Options = TreLMOptions
+    grows_synthetic_vocabulary = False
 
     @classmethod
     def prepare_base(cls, cfg) -> Path:

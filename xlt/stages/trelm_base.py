@@ -39,14 +39,32 @@ def _train_text(cfg, folder: Path) -> dict[str, Path]:
     from xlt.data.corpora import corpus_files
     from xlt.data.readers import text_lines
 
+    from xlt.synthetic import parse, to_synthetic
+
     out: dict[str, Path] = {}
     for path, lang in corpus_files(cfg.corpus):
         lines = text_lines(path)[0]
+        synthetic = parse(lang) if lang else None
+        if synthetic is not None:  # syn-en: the English file re-written (xlt.synthetic)
+            lines = [to_synthetic(line, synthetic) for line in lines]
         keep = lines[:len(lines) - cfg.corpus.heldout_lines] if cfg.corpus.heldout_lines else lines
         out.setdefault(lang, folder / f"{lang}.txt")
         with open(out[lang], "a", encoding="utf-8") as handle:
             handle.write("".join(line + "\n" for line in keep))
     return out
+
+
+def dictionary_pairs(target_lang: str, dictionary: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(target word, English word) pairs to score the alignment on.  A synthetic target (``syn-en``) is scored on
+    the true bijection: each English word of the dictionary with its exact image, whatever the dictionary's other
+    side says."""
+    from xlt.synthetic import parse, to_synthetic
+
+    synthetic = parse(target_lang)
+    if synthetic is None:
+        return [(target, english) for english, target in dictionary]
+    english_words = list(dict.fromkeys(english for english, _ in dictionary))
+    return [(to_synthetic(english, synthetic), english) for english in english_words]
 
 
 def _english_frequency(tokenizer, text: Path, vocab_size: int, max_lines: int) -> torch.Tensor:
@@ -117,7 +135,7 @@ def prepare_trelm_base(cfg) -> Path:
         raise ConfigError(f"corpus.langs has no {missing}: TreLM trains its vocabulary and fastText vectors on the "
                           f"source and target text named there")
     data = Path(cfg.corpus.data_dir)
-    test = [(target, english) for english, target in read_dictionary(data / o.test_dictionary)]
+    test = dictionary_pairs(o.target_lang, read_dictionary(data / o.test_dictionary))
     candidates = [english for english, _ in read_dictionary(data / o.candidate_dictionary)]
     work = out.with_name(out.name + ".text")
     shutil.rmtree(work, ignore_errors=True)

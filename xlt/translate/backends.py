@@ -6,6 +6,8 @@
 - ``file``: translations that already exist on disk (a parallel TSV, or line-aligned text files such as xSID's
   ``train/en.text`` + ``train/da.mt.text``); a text without a stored translation is an error, never skipped.
 - ``identity``: returns its input (tests, plumbing).
+- ``synthetic``: the exact translator between a language and its synthetic image (``syn-en``; ``xlt.synthetic``),
+  in both directions, with the exact word alignment (``links``).
 """
 from __future__ import annotations
 
@@ -32,6 +34,41 @@ class IdentityTranslator:
 
     def translate(self, texts: list[str], src: str, tgt: str) -> list[str]:
         return list(texts)
+
+
+class SyntheticTranslator:
+    """A base language <-> its synthetic image (``en`` <-> ``syn-en`` / ``syn-en-perm``): the cipher and word order,
+    exact both ways; ``links`` gives the true word alignment, so labels cross without an aligner's errors."""
+
+    name = "synthetic"
+
+    @staticmethod
+    def direction(src: str, tgt: str):
+        from xlt.synthetic import parse
+
+        s, t = parse(src), parse(tgt)
+        if s is None and t is not None and t.base == src:
+            return t, True
+        if t is None and s is not None and s.base == tgt:
+            return s, False
+        raise TranslatorUnavailable(f"the synthetic translator translates a language and its synthetic image "
+                                    f"(en <-> syn-en, en <-> syn-en-perm), not {src}->{tgt}")
+
+    def translate(self, texts: list[str], src: str, tgt: str) -> list[str]:
+        from xlt.synthetic import from_synthetic, to_synthetic
+
+        lang, forward = self.direction(src, tgt)
+        return [(to_synthetic if forward else from_synthetic)(t, lang) for t in texts]
+
+    def links(self, src_words: list[str], tgt_words: list[str], src: str, tgt: str) -> set[tuple[int, int]]:
+        """(source index, target index) of every word: the exact alignment of a text and its translation."""
+        from xlt.synthetic import word_links
+
+        lang, _ = self.direction(src, tgt)
+        if len(src_words) != len(tgt_words):
+            raise ValueError(f"synthetic translator: {len(src_words)} source words but {len(tgt_words)} target "
+                             f"words; the two sides are not translations of each other")
+        return word_links(len(src_words), lang)
 
 
 # ISO 639-1 -> Apertium codes, per direction (Serbian output in Latin script through the hbs_SR variant).

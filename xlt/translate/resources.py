@@ -64,7 +64,8 @@ def alignment_cache(cfg: RunConfig) -> Path | None:
 
 def words_of(translator: Translator, text: str) -> list[str]:
     """Stored translations (``file``) are pre-tokenized text; MT output is split with ``tokenize_words``."""
-    return text.split() if translator.name in ("file", "identity") else tokenize_words(text)
+    from xlt.translate import EXACT
+    return text.split() if translator.name in EXACT else tokenize_words(text)
 
 
 def extra_parallel(cfg: RunConfig, lang: str, source_lang: str = "en") -> list[tuple[list[str], list[str]]]:

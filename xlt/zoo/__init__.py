@@ -128,14 +128,45 @@ def prepare(name: str, force: bool = False) -> Path:
 
 
 def resolve(name_or_path: str) -> Path:
-    """A zoo name (prepared on first use) or a path to an existing HF folder."""
+    """A zoo name (prepared on first use) or a path to an existing HF folder; ``NAME+syn-en``: that model grown by
+    the vocabulary of the synthetic language ``syn-en`` (``xlt.synthetic.vocab``; built once, then reused)."""
+    from xlt.synthetic.vocab import split_name
+
     if name_or_path in ZOO:
         return prepare(name_or_path)
     path = Path(name_or_path)
     if (path / "config.json").exists():
         return path
+    head, base = split_name(name_or_path)
+    if base is not None:
+        return _synthetic(resolve(head), head, base)
     raise ConfigError(f"model {name_or_path!r} is neither a zoo model ({', '.join(ZOO)}) nor a folder with "
                       "config.json")
+
+
+def _synthetic(source: Path, head: str, base: str) -> Path:
+    import hashlib
+
+    from xlt.synthetic.vocab import grow_folder, has_vocabulary
+
+    if has_vocabulary(source, base):  # e.g. a stage's output, trained with the synthetic language already
+        return source
+    weights = source / "model.safetensors"
+    key = head if head in ZOO else "folder-" + hashlib.sha1(json.dumps(
+        [str(source.resolve()), weights.stat().st_mtime_ns if weights.exists() else 0]).encode()).hexdigest()[:12]
+    target = xlt_home() / "models" / "synthetic" / f"{key}+syn-{base}"
+    if (target / "config.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=target.parent))
+    try:
+        grow_folder(source, tmp, base)
+        if not (target / "config.json").exists():
+            tmp.rename(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return target
 
 
 def load_tokenizer(folder: Path):

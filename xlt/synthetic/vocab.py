@@ -1,0 +1,144 @@
+"""Grow a model folder by a synthetic language's vocabulary: one fresh sub-token (and embedding row) per sub-token
+of the base language, so a synthetic sentence is tokenized into the images of its base sentence's sub-tokens.
+
+Which sub-tokens: every piece of the tokenizer whose characters (after SentencePiece's ``▁`` or WordPiece's ``##``)
+all belong to the base alphabet.  Its image is the same piece with each character ciphered (``xlt.synthetic``), with
+the same Unigram score or a fresh WordPiece id, so the tokenizer's search over the image runs exactly as over the
+base sentence.  A normalizer that changes base characters (BERT-uncased lower-cases) gets the same change on their
+images (a ``Replace`` per character), so case is folded the same way in both languages.
+
+The new embedding rows are new vocabulary, never copies: Hugging Face's ``resize_token_embeddings`` draws them from
+a normal distribution with the mean and covariance of the existing rows (its default for added tokens), seeded.
+The grown folder is an ordinary Hugging Face folder (+ ``synthetic.json`` saying what was added), so trimming,
+export and serving work on it unchanged.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from xlt.core.vocab import SPECIAL_TOKENS
+from xlt.synthetic import ALPHABETS, SEED, cipher, cipher_map
+
+MARKER = "synthetic.json"
+
+
+def _core(piece: str, prefixes: tuple[str, ...]) -> tuple[str, str]:
+    for p in prefixes:
+        if piece.startswith(p) and len(piece) > len(p):
+            return p, piece[len(p):]
+    return "", piece
+
+
+def grow_tokenizer(spec: dict, base: str) -> tuple[dict, list[tuple[int, int]]]:
+    """A tokenizer.json (as a dict) with the synthetic image of every base-language piece added; returns (new
+    spec, [(base id, new id)])."""
+    spec = json.loads(json.dumps(spec))
+    alphabet = set(ALPHABETS[base])
+    special = {t["content"] for t in spec.get("added_tokens", [])} | set(SPECIAL_TOKENS)
+    model = spec["model"]
+    pairs: list[tuple[int, int]] = []
+
+    def eligible(piece: str, prefixes: tuple[str, ...]) -> str | None:
+        if piece in special:
+            return None
+        prefix, core = _core(piece, prefixes)
+        return prefix + cipher(core, base) if core and set(core) <= alphabet else None
+
+    if model["type"] == "Unigram":
+        vocab = model["vocab"]
+        n = len(vocab)
+        for i in range(n):
+            image = eligible(vocab[i][0], ("▁",))
+            if image is not None:
+                pairs.append((i, len(vocab)))
+                vocab.append([image, vocab[i][1]])
+    elif model["type"] in ("WordPiece", "BPE"):
+        if model["type"] == "BPE":
+            raise ValueError("synthetic languages: BPE tokenizers are not supported yet (their merges would need "
+                             "images too); use a SentencePiece (Unigram) or WordPiece model")
+        vocab = model["vocab"]
+        prefix = model.get("continuing_subword_prefix") or "##"
+        nxt = max(vocab.values()) + 1
+        for piece, i in sorted(vocab.items(), key=lambda kv: kv[1]):
+            image = eligible(piece, (prefix,))
+            if image is not None and image not in vocab:
+                vocab[image] = nxt
+                pairs.append((i, nxt))
+                nxt += 1
+    else:
+        raise ValueError(f"synthetic languages: tokenizer model {model['type']} is not supported")
+    spec["normalizer"] = _normalizer_with_images(spec, base)
+    return spec, pairs
+
+
+def _normalizer_with_images(spec: dict, base: str) -> dict | None:
+    """The tokenizer's normalizer, preceded by a Replace per base character it changes (applied to the image)."""
+    from tokenizers import Tokenizer
+
+    original = spec.get("normalizer")
+    if original is None:
+        return None
+    tok = Tokenizer.from_str(json.dumps(spec))
+    rules = []
+    for c, image in cipher_map(base).items():
+        normal = tok.normalizer.normalize_str(c)
+        if normal != c and normal and set(normal) <= set(ALPHABETS[base]):
+            rules.append({"type": "Replace", "pattern": {"String": image}, "content": cipher(normal, base)})
+    if not rules:
+        return original
+    return {"type": "Sequence", "normalizers": rules + [original]}
+
+
+def grown_name(name: str, base: str) -> str:
+    return f"{name}+syn-{base}"
+
+
+def split_name(name: str) -> tuple[str, str | None]:
+    """``multilingual-e5-small+syn-en`` -> (``multilingual-e5-small``, ``en``); a plain name -> (name, None)."""
+    if "+syn-" in name:
+        head, base = name.rsplit("+syn-", 1)
+        return head, base
+    return name, None
+
+
+def has_vocabulary(folder: Path, base: str) -> bool:
+    marker = folder / MARKER
+    return marker.exists() and base in json.loads(marker.read_text()).get("bases", [])
+
+
+def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict:
+    """Write ``target``: ``source`` with the synthetic vocabulary of ``base`` added (tokenizer + embeddings)."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()  # the resize notice is stated in synthetic.json ("init") instead
+    spec, pairs = grow_tokenizer(json.loads((source / "tokenizer.json").read_text(encoding="utf-8")), base)
+    target.mkdir(parents=True, exist_ok=True)
+    for f in source.iterdir():
+        if f.is_file() and f.name not in ("model.safetensors", "config.json", "tokenizer.json", MARKER):
+            shutil.copy2(f, target / f.name)
+    (target / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    config = AutoConfig.from_pretrained(str(source), local_files_only=True)
+    encoder = AutoModel.from_pretrained(str(source), config=config, add_pooling_layer=False, local_files_only=True)
+    old = encoder.get_input_embeddings().weight.shape[0]
+    new_size = max(old, max(n for _, n in pairs) + 1)
+    with torch.random.fork_rng():  # a fixed language whatever run builds it first
+        torch.manual_seed(seed)
+        encoder.resize_token_embeddings(new_size, mean_resizing=True)
+    encoder.save_pretrained(str(target), safe_serialization=True)
+    previous = json.loads((source / MARKER).read_text()) if (source / MARKER).exists() else {}
+    info = {"bases": previous.get("bases", []) + [base], "seed": seed, "source": str(source),
+            "added": previous.get("added", 0) + len(pairs), "vocab_size_before": old, "vocab_size": new_size,
+            "pairs": {**previous.get("pairs", {}), base: [[b, n] for b, n in pairs]}, "init": "resize_token_embeddings(mean_resizing=True)"}
+    (target / MARKER).write_text(json.dumps(info))
+    return info
+
+
+def id_pairs(folder: Path, base: str) -> list[tuple[int, int]]:
+    """(base id, synthetic id) of a grown folder: the true bijection between the two vocabularies."""
+    info = json.loads((folder / MARKER).read_text())
+    return [(b, n) for b, n in info["pairs"][base]]
