@@ -17,7 +17,11 @@ target, zero-shot and English from the zero-shot run of the same seed.
     python benchmarks/synthetic.py --collect
 
 Jobs: ``{xsid,pawsx}-zero_shot`` (evaluates both variants), ``{xsid,pawsx}-{method}-{same_order,permuted}`` for
-translate_train, multi_language, xeroalign, filter, filter_self_teaching.  Writes benchmarks/results/synthetic.{json,md}.
+translate_train, multi_language, xeroalign, filter, filter_self_teaching; pre-training (seed 1, <= 20 CPU-minutes
+each, budgets in ``STAGES``) ``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and zero-shot xSID
+fine-tuning on each (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method).  TreLM rows (alignment
+P@1 on the true bijection; migrated vs un-migrated vs from scratch) are not queued yet.
+Writes benchmarks/results/synthetic.{json,md} (``XLT_SYNTHETIC_NAME`` names another file, e.g. a GPU run's).
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import statistics
 import time
 from pathlib import Path
 
-from jobqueue import RESULTS, RUNS, committed_results, git_commit, merge_rows, queue_main, train_evaluate
+from jobqueue import RESULTS, RUNS, committed_results, git_commit, merge_rows, pretrain, queue_main, train_evaluate
 
 DATASETS = ("xsid", "pawsx")
 VARIANTS = {"same_order": "syn-en", "permuted": "syn-en-perm"}
@@ -38,8 +42,58 @@ GAP = {"intent_acc": "gap_closed_intent", "slot_f1": "gap_closed_slot", "accurac
 # results/{NAME}.{json,md}: XLT_SYNTHETIC_NAME=synthetic-cuda keeps the rows of a GPU run apart from the CPU ones
 NAME = os.environ.get("XLT_SYNTHETIC_NAME", "synthetic")
 TEST_OVERRIDES: list[str] = []  # the smoke test's tiny model and steps, applied last
+STAGE_TEST_OVERRIDES: list[str] = []
 COMMON = ["model.freeze_embeddings=false", "translation.translator=synthetic", "translation.per_language=[]",
           "translation.extra_parallel=[]"]
+
+
+# pre-training stages (one per variant, seed 1; <= 20 CPU-minutes each), then zero-shot fine-tuning on their encoder.
+# English and synthetic text come from DISJOINT English files (no hidden parallel text), except where the stage is
+# meant to read pairs (Unicoder's TLM etc.: each English line of PAIR_FILES with its exact image).
+EN_FILES = ["mono/en/libreoffice.txt", "mono/en/manpages.txt"]
+SYN_FILES = ["mono/en/fortunes.txt", "mono/en/gettext.txt"]
+PAIR_FILES = ["mono/en/fortunes.txt", "mono/en/gettext.txt"]
+STAGES = {
+    # K et al.'s setting: MLM on English + synthetic monolingual text (no parallel data)
+    "mlm": ("pretrain-mlm-ja", lambda lang: [
+        "corpus.files=[]", f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
+        "phases.0.steps=200", "phases.0.eval_every=200", "phases.1.steps=1200", "phases.1.eval_every=400"]),
+    "unicoder_mlm+tlm": ("pretrain-unicoder", lambda lang: _unicoder(lang, "{mlm: 1.0, tlm: 1.0}")),
+    "unicoder_all5": ("pretrain-unicoder", lambda lang: _unicoder(
+        lang, "{mlm: 1.0, tlm: 1.0, word_recovery: 1.0, paraphrase: 1.0, cs_mlm: 1.0}")),
+    # TALL: unsupervised MT English <-> synthetic; BLEU against the exact images of Tatoeba's English side
+    "tall": ("pretrain-tall-en-de", lambda lang: [
+        f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
+        f"options.languages=[en,{lang}]", f"options.reference={{{lang}: [tatoeba/tatoeba.deu-eng.eng]}}",
+        "phases.0.steps=300", "phases.0.eval_every=300", "phases.1.steps=800", "phases.1.eval_every=400"]),
+}
+
+
+STAGE_METHOD = {"mlm": "continued_mlm", "unicoder_mlm+tlm": "unicoder_mlm+tlm", "unicoder_all5": "unicoder_all5",
+                "tall": "tall"}
+
+
+def stage_rows(runs: Path, stage: str, variant: str) -> list[dict]:
+    """A pre-training's own row: its final held-out evaluation (TALL: BLEU English -> synthetic against the exact
+    images of Tatoeba's English sentences, and round-trip BLEU)."""
+    path = runs / stage_dir(stage, variant).name / "results.json"
+    if not path.exists():
+        return []
+    final = json.loads(path.read_text())["phases"][-1]["final_eval"]
+    lang = VARIANTS[variant]
+    row = {"dataset": "pretraining", "method": f"{STAGE_METHOD[stage]}_pretrain", "variant": variant, "lang": lang,
+           "seed": 1, "final_eval": {k: v for k, v in final.items() if isinstance(v, (int, float))}}
+    if stage == "tall":
+        row.update(bleu=final.get(f"bleu_en_{lang}"), bleu_back=final.get(f"bleu_{lang}_en"),
+                   roundtrip_bleu=final.get("roundtrip_bleu_en"))
+    return [row]
+
+
+def _unicoder(lang: str, objectives: str) -> list[str]:
+    return ["corpus.files=[" + ", ".join(EN_FILES) + "]", f"corpus.parallel={{{lang}: [{', '.join(PAIR_FILES)}]}}",
+            "options.document_files=['*']", f"phases.0.objectives={objectives}",
+            f"phases.1.objectives={objectives}", "phases.0.steps=100", "phases.0.eval_every=100",
+            "phases.1.steps=800", "phases.1.eval_every=400"]
 
 
 def jobs() -> list[str]:
@@ -47,12 +101,37 @@ def jobs() -> list[str]:
     for d in DATASETS:
         out.append(f"{d}-zero_shot")
         out += [f"{d}-{m}-{v}" for m in METHODS for v in VARIANTS]
+    out += [f"pretrain-{st}-{v}" for st in STAGES for v in VARIANTS]
+    out += [f"xsid-after_{st}-{v}" for st in STAGES for v in VARIANTS]
     return out
+
+
+def stage_dir(stage: str, variant: str) -> Path:
+    return RUNS / f"synthetic-pretrain-{stage.replace('+', '-')}-{variant}"
+
+
+def run_pretrain(stage: str, variant: str, data_dir: str) -> Path:
+    from xlt.config import find_config, load_stage_config
+
+    config, overrides = STAGES[stage]
+    folder = stage_dir(stage, variant)
+    cfg = load_stage_config(find_config(config), [f"corpus.data_dir={data_dir}", f"output_dir={folder.parent}",
+                                                   f"name={folder.name}", *overrides(VARIANTS[variant]),
+                                                   *STAGE_TEST_OVERRIDES])
+    return pretrain(cfg)
 
 
 def spec(job: str, seed: int) -> tuple[str, list[str]]:
     """job -> (shipped config, overrides)."""
     dataset, rest = job.split("-", 1)
+    if rest.startswith("after_"):  # zero-shot fine-tuning on a pre-trained encoder (TALL: its own method)
+        stage, variant = rest.removeprefix("after_").rsplit("-", 1)
+        folder = stage_dir(stage, variant)
+        if not (folder / "results.json").exists():
+            raise SystemExit(f"{folder}: pre-train first (job pretrain-{stage}-{variant})")
+        extra = ["train.method=tall"] if stage == "tall" else []
+        return f"{dataset}-zero-shot", COMMON + extra + [f"model.name={folder / 'model'}",
+                                                        f"data.eval_langs=[en,{VARIANTS[variant]}]"]
     if rest == "zero_shot":
         return f"{dataset}-zero-shot", COMMON + [f"data.eval_langs=[en,{','.join(VARIANTS.values())}]"]
     method, variant = rest.rsplit("-", 1)
@@ -69,6 +148,9 @@ def run_job(job: str, seed: int, data_dir: str) -> Path:
     from xlt.config import find_config, load_config
     from xlt.evaluate import evaluate_run
 
+    if job.startswith("pretrain-"):
+        stage, variant = job.removeprefix("pretrain-").rsplit("-", 1)
+        return run_pretrain(stage, variant, data_dir)
     config, extra = spec(job, seed)
     cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}",
                                              f"name=synthetic-{job}-seed{seed}", f"output_dir={RUNS}", *extra,
@@ -81,8 +163,13 @@ def run_job(job: str, seed: int, data_dir: str) -> Path:
 
 
 def queue(seeds: list[int]) -> list[tuple[str, int]]:
-    """xSID first (a run is minutes), seed by seed; PAWS-X after."""
-    return [(j, s) for d in DATASETS for s in seeds for j in jobs() if j.startswith(d)]
+    """xSID fine-tuning first (a run is minutes), seed by seed; then the pre-training stages (seed 1) and fine-tuning
+    on them; PAWS-X last."""
+    fine = [j for j in jobs() if "after_" not in j and not j.startswith("pretrain-")]
+    q = [(j, s) for s in seeds for j in fine if j.startswith("xsid")]
+    q += [(j, 1) for j in jobs() if j.startswith("pretrain-")]
+    q += [(j, s) for s in seeds for j in jobs() if "after_" in j]
+    return q + [(j, s) for s in seeds for j in fine if j.startswith("pawsx")]
 
 
 def _rows_of(path: Path, dataset: str, method: str, variant: str | None, seed: int) -> list[dict]:
@@ -104,7 +191,11 @@ def collect(runs: Path, results: Path) -> None:
     fresh: list[dict] = []
     for job in jobs():
         dataset, rest = job.split("-", 1)
+        if job.startswith("pretrain-"):
+            fresh += stage_rows(runs, *rest.rsplit("-", 1))
+            continue
         method, variant = ("zero_shot", None) if rest == "zero_shot" else rest.rsplit("-", 1)
+        method = STAGE_METHOD.get(method.removeprefix("after_"), method)
         for path in sorted(runs.glob(f"synthetic-{job}-seed*/results.json")):
             seed = int(path.parent.name.rsplit("seed", 1)[1])
             fresh += _rows_of(path, dataset, method, variant, seed)
@@ -135,7 +226,7 @@ def add_gap_closed(rows: list[dict]) -> None:
     """gap_closed_<metric> on target rows: (method - zero-shot) / (English - zero-shot), same dataset and seed."""
     zs = {(r["dataset"], r["seed"], r["lang"]): r for r in rows if r["method"] == "zero_shot"}
     for r in rows:
-        if r["lang"] == "en":
+        if r["lang"] == "en" or r["dataset"] not in MAIN:
             continue
         base, english = zs.get((r["dataset"], r["seed"], r["lang"])), zs.get((r["dataset"], r["seed"], "en"))
         for metric in MAIN[r["dataset"]]:
@@ -152,7 +243,7 @@ def table(rows: list[dict]) -> str:
              "", "| dataset | variant | method | seeds | target | English | gap closed |", "|---|---|---|---|---|---|---|"]
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        if r["lang"] != "en":
+        if r["lang"] != "en" and r["dataset"] in MAIN:
             groups.setdefault((r["dataset"], r["variant"], r["method"]), []).append(r)
     for (dataset, variant, method), mine in sorted(groups.items()):
         metrics = MAIN[dataset]

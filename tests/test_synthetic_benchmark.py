@@ -38,3 +38,26 @@ def test_jobs_run_and_rows_have_gap_closed(bench, monkeypatch):
     assert tt["gap_closed_intent"] in (1.0, None)
     assert rows[("zero_shot", "same_order", "syn-en")]["gap_closed_slot"] in (0.0, None)
     assert "filter_self_teaching" in (root / "results" / "synthetic.md").read_text()
+
+
+def test_a_pretraining_job_and_fine_tuning_on_it(bench, monkeypatch):
+    data, root = bench
+    (data / "mono" / "en").mkdir(parents=True, exist_ok=True)
+    lines = ["set an alarm for 7 am", "remind me to call mom", "play music by queen", "what is the weather"] * 4
+    for name in ("bench-a.txt", "bench-b.txt"):
+        (data / "mono" / "en" / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(synthetic, "EN_FILES", ["mono/en/bench-a.txt"])
+    monkeypatch.setattr(synthetic, "SYN_FILES", ["mono/en/bench-b.txt"])
+    monkeypatch.setattr(synthetic, "STAGE_TEST_OVERRIDES", [
+        "model.name=tiny-random", "corpus.heldout_lines=2", "phases.0.steps=1", "phases.0.eval_every=1",
+        "phases.1.steps=2", "phases.1.eval_every=2", "phases.0.batch_size=4", "phases.1.batch_size=4",
+        "options.eval_sequences=4", "options.pppl_sequences=2"])
+    out = synthetic.run_job("pretrain-mlm-permuted", 1, str(data))
+    assert (out / "model" / "synthetic.json").exists()
+    tiny = [o for o in synthetic.TEST_OVERRIDES if not o.startswith("model.name")]
+    monkeypatch.setattr(synthetic, "TEST_OVERRIDES", tiny)  # the pre-trained encoder is the model
+    synthetic.run_job("xsid-after_mlm-permuted", 1, str(data))
+    synthetic.collect(root / "runs", root / "results")
+    rows = json.loads((root / "results" / "synthetic.json").read_text())["rows"]
+    assert {(r["method"], r["lang"]) for r in rows} >= {("continued_mlm", "syn-en-perm"),
+                                                       ("continued_mlm_pretrain", "syn-en-perm")}
