@@ -35,7 +35,10 @@ from jobqueue import RESULTS, RUNS, committed_results, git_commit, merge_rows, p
 
 DATASETS = ("xsid", "pawsx")
 VARIANTS = {"same_order": "syn-en", "permuted": "syn-en-perm"}
-METHODS = ("translate_train", "multi_language", "xeroalign", "filter", "filter_self_teaching")
+# translate_train_2000: translate-train at 2000 steps, i.e. as many ENGLISH sentences as zero-shot's 1000 steps (half
+# of each batch is the translation); multi_language with one language trains on translate-train's data (xlt's
+# translate-train keeps the English set), so it is a control that must equal translate_train
+METHODS = ("translate_train", "translate_train_2000", "multi_language", "xeroalign", "filter", "filter_self_teaching")
 PAIRED = ("xeroalign", "filter", "filter_self_teaching")
 MAIN = {"xsid": ("intent_acc", "slot_f1"), "pawsx": ("accuracy",)}
 GAP = {"intent_acc": "gap_closed_intent", "slot_f1": "gap_closed_slot", "accuracy": "gap_closed_accuracy"}
@@ -136,7 +139,10 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
         return f"{dataset}-zero-shot", COMMON + [f"data.eval_langs=[en,{','.join(VARIANTS.values())}]"]
     method, variant = rest.rsplit("-", 1)
     lang = VARIANTS[variant]
-    extra = [f"train.method={method}", f"data.eval_langs=[en,{lang}]", f"translation.languages=[{lang}]"]
+    steps = []
+    if method.endswith("_2000"):
+        method, steps = method.removesuffix("_2000"), ["train.max_steps=2000", "train.eval_every=500"]
+    extra = steps + [f"train.method={method}", f"data.eval_langs=[en,{lang}]", f"translation.languages=[{lang}]"]
     if method in PAIRED:
         extra += ["train.max_steps=500", "train.eval_every=125"]
     if method == "filter_self_teaching":
