@@ -69,11 +69,17 @@ STAGES = {
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
         f"options.languages=[en,{lang}]", f"options.reference={{{lang}: [tatoeba/tatoeba.deu-eng.eng]}}",
         "phases.0.steps=300", "phases.0.eval_every=300", "phases.1.steps=800", "phases.1.eval_every=400"]),
+    # TreLM: migrate the English MiniLM to the synthetic language (new vocabulary, aligned embeddings, CdLM on the
+    # exact pairs); 4 x 600 steps
+    "trelm": ("pretrain-trelm-es", lambda lang: [
+        f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
+        f"corpus.parallel={{{lang}: [{', '.join(PAIR_FILES)}]}}", f"options.target_lang={lang}",
+        *[f"phases.{i}.{k}={v}" for i in range(4) for k, v in (("steps", 600), ("eval_every", 300))]]),
 }
 
 
 STAGE_METHOD = {"mlm": "continued_mlm", "unicoder_mlm+tlm": "unicoder_mlm+tlm", "unicoder_all5": "unicoder_all5",
-                "tall": "tall"}
+                "tall": "tall", "trelm": "trelm_migrated", "unmigrated": "trelm_unmigrated"}
 
 
 def stage_rows(runs: Path, stage: str, variant: str) -> list[dict]:
@@ -86,6 +92,10 @@ def stage_rows(runs: Path, stage: str, variant: str) -> list[dict]:
     lang = VARIANTS[variant]
     row = {"dataset": "pretraining", "method": f"{STAGE_METHOD[stage]}_pretrain", "variant": variant, "lang": lang,
            "seed": 1, "final_eval": {k: v for k, v in final.items() if isinstance(v, (int, float))}}
+    migration = path.parent / "base" / "migration.json"
+    if migration.exists():  # TreLM: word translation P@1 on the true bijection, per alignment
+        p = json.loads(migration.read_text())["precision_at_1"]
+        row["precision_at_1"] = {k: v.get("all") if isinstance(v, dict) else v for k, v in p.items()}
     if stage == "tall":
         row.update(bleu=final.get(f"bleu_en_{lang}"), bleu_back=final.get(f"bleu_{lang}_en"),
                    roundtrip_bleu=final.get("roundtrip_bleu_en"))
@@ -105,12 +115,18 @@ def jobs() -> list[str]:
         out.append(f"{d}-zero_shot")
         out += [f"{d}-{m}-{v}" for m in METHODS for v in VARIANTS]
     out += [f"pretrain-{st}-{v}" for st in STAGES for v in VARIANTS]
-    out += [f"xsid-after_{st}-{v}" for st in STAGES for v in VARIANTS]
+    out += [f"xsid-after_{st}-{v}" for st in (*STAGES, "unmigrated") for v in VARIANTS]
     return out
 
 
 def stage_dir(stage: str, variant: str) -> Path:
     return RUNS / f"synthetic-pretrain-{stage.replace('+', '-')}-{variant}"
+
+
+def target_trained(lang: str) -> list[str]:
+    """A SUPERVISED target-language run (TreLM's setting; not zero-shot): the synthetic training set, its dev set for
+    selection, its test set."""
+    return [f"data.source_lang={lang}", f"data.eval_langs=[{lang}]"]
 
 
 def run_pretrain(stage: str, variant: str, data_dir: str) -> Path:
@@ -129,9 +145,14 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
     dataset, rest = job.split("-", 1)
     if rest.startswith("after_"):  # zero-shot fine-tuning on a pre-trained encoder (TALL: its own method)
         stage, variant = rest.removeprefix("after_").rsplit("-", 1)
+        lang = VARIANTS[variant]
+        if stage == "unmigrated":  # TreLM's baseline: the English MiniLM, its vocabulary grown by fresh rows
+            return f"{dataset}-zero-shot", COMMON + ["model.name=minilm-l6-en", *target_trained(lang)]
         folder = stage_dir(stage, variant)
         if not (folder / "results.json").exists():
             raise SystemExit(f"{folder}: pre-train first (job pretrain-{stage}-{variant})")
+        if stage == "trelm":  # as the TreLM paper: trained, selected and tested in the target language
+            return f"{dataset}-zero-shot", COMMON + [f"model.name={folder / 'model'}", *target_trained(lang)]
         extra = ["train.method=tall"] if stage == "tall" else []
         return f"{dataset}-zero-shot", COMMON + extra + [f"model.name={folder / 'model'}",
                                                         f"data.eval_langs=[en,{VARIANTS[variant]}]"]

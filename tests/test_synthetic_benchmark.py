@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import synthetic  # noqa: E402
@@ -24,7 +25,7 @@ def test_jobs_run_and_rows_have_gap_closed(bench, monkeypatch):
     data, root = bench
     tiny = list(synthetic.TEST_OVERRIDES)
     for job in ("xsid-zero_shot", "xsid-translate_train-permuted", "xsid-filter-same_order",
-                "xsid-filter_self_teaching-same_order"):
+                "xsid-filter_self_teaching-same_order", "xsid-after_unmigrated-same_order"):
         layers = ["options.local_layers=1", "options.fusion_layers=1"] if "filter" in job else []
         monkeypatch.setattr(synthetic, "TEST_OVERRIDES", tiny + layers)  # tiny-random has 2 layers
         synthetic.run_job(job, 1, str(data))
@@ -38,6 +39,11 @@ def test_jobs_run_and_rows_have_gap_closed(bench, monkeypatch):
     assert tt["gap_closed_intent"] in (1.0, None)
     assert rows[("zero_shot", "same_order", "syn-en")]["gap_closed_slot"] in (0.0, None)
     assert "filter_self_teaching" in (root / "results" / "synthetic.md").read_text()
+    # TreLM's baseline is trained, selected and tested in the synthetic language (a supervised run)
+    trained = yaml.safe_load((root / "runs" / "synthetic-xsid-after_unmigrated-same_order-seed1" / "config.yaml")
+                             .read_text())
+    assert trained["data"]["source_lang"] == "syn-en" and trained["model"]["name"].endswith("+syn-en")
+    assert ("trelm_unmigrated", "same_order", "syn-en") in rows
 
 
 def test_a_pretraining_job_and_fine_tuning_on_it(bench, monkeypatch):
