@@ -5,8 +5,8 @@ file, the text file (path, size, modification time) and the settings, so a chang
 The last ``heldout_lines`` non-empty lines of each file are held out for evaluation and never trained on.  A line
 longer than ``max_length`` sub-tokens is split into pieces of at most that length (with the special tokens of each
 piece), counted in the report, never truncated.  A synthetic language (``corpus.langs: {syn-en: [mono/en/*.txt]}``)
-reads its base language's files and re-writes each line (``xlt.synthetic``).  Lines that are not UTF-8 are skipped and counted; a glob that
-matches no file, or a file without usable lines, is an error naming it.
+reads its base language's files and re-writes each line (``xlt.synthetic``).  Lines that are not UTF-8 are skipped
+and counted; a glob that matches no file, or a file without usable lines, is an error naming it.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from safetensors.torch import load_file, save_file
 from xlt.config import CorpusConfig
 from xlt.data.readers import text_lines
 from xlt.errors import DataError
-from xlt.synthetic import is_synthetic
+from xlt.synthetic import is_synthetic, rewrite_lines
 
 
 @dataclass
@@ -65,12 +65,8 @@ def _pieces(ids: list[int], max_length: int, n_special: int) -> list[list[int]]:
 
 def _tokenize_file(path: Path, tokenizer, cfg: CorpusConfig, lang: str = ""
                    ) -> tuple[list[list[int]], list[list[int]], dict]:
-    from xlt.synthetic import parse, to_synthetic
-
     lines, skipped = text_lines(path)
-    synthetic = parse(lang) if lang else None
-    if synthetic is not None:  # syn-en: the English file's lines, re-written (xlt.synthetic)
-        lines = [to_synthetic(line, synthetic) for line in lines]
+    lines = rewrite_lines(lines, lang)  # syn-en: the English file's lines, re-written
     bad = sum(skipped.values())
     if not lines:
         raise DataError(f"{path}: no usable lines ({bad} unreadable: {skipped or 'the file is empty'})")

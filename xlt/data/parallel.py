@@ -84,7 +84,7 @@ def _read_pairs(other: Path, english: Path, tokenizer, cfg: CorpusConfig, lang: 
     from xlt.synthetic import parse, to_synthetic
 
     a, b = list(_lines(other)), list(_lines(english))
-    synthetic = parse(lang) if lang else None
+    synthetic = parse(lang)
     if synthetic is not None:
         a = [(n, x if isinstance(x, Unreadable) else to_synthetic(x, synthetic)) for n, x in a]
     if len(a) != len(b):

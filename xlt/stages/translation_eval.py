@@ -14,15 +14,13 @@ import torch
 
 from xlt.core.batching import pad_ids
 from xlt.errors import ConfigError, DataError
-from xlt.synthetic import parse, to_synthetic
+from xlt.synthetic import decipher, parse, to_synthetic
 
 CHARACTER_BLEU = {"ja", "zh"}
 
 
 def bleu(hypotheses: list[str], references: list[str], lang: str) -> float:
     from sacrebleu.metrics import BLEU
-
-    from xlt.synthetic import decipher, parse
 
     if not hypotheses:
         return 0.0

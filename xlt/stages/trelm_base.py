@@ -39,14 +39,11 @@ def _train_text(cfg, folder: Path) -> dict[str, Path]:
     from xlt.data.corpora import corpus_files
     from xlt.data.readers import text_lines
 
-    from xlt.synthetic import parse, to_synthetic
+    from xlt.synthetic import rewrite_lines
 
     out: dict[str, Path] = {}
     for path, lang in corpus_files(cfg.corpus):
-        lines = text_lines(path)[0]
-        synthetic = parse(lang) if lang else None
-        if synthetic is not None:  # syn-en: the English file re-written (xlt.synthetic)
-            lines = [to_synthetic(line, synthetic) for line in lines]
+        lines = rewrite_lines(text_lines(path)[0], lang)  # syn-en: the English file re-written
         keep = lines[:len(lines) - cfg.corpus.heldout_lines] if cfg.corpus.heldout_lines else lines
         out.setdefault(lang, folder / f"{lang}.txt")
         with open(out[lang], "a", encoding="utf-8") as handle:

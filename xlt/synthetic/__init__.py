@@ -23,8 +23,7 @@ from xlt.errors import ConfigError
 SEED = 0
 PREFIX = "syn-"
 VARIANTS = {"": "same_order", "-perm": "permuted"}
-# the alphabet each supported base language is re-written in; other characters are left as they are (counted by
-# ``coverage``)
+# the alphabet each supported base language is re-written in; other characters are left as they are
 ALPHABETS = {"en": string.ascii_letters + string.digits + string.punctuation}
 # target symbols: absent from the XLM-R and BERT-uncased vocabularies, unchanged by their normalizers; punctuation
 # stays punctuation (BERT's pre-tokenizer splits there), letters and digits become letters (checked by a test)
@@ -109,18 +108,11 @@ def word_links(n_words: int, lang: SyntheticLanguage) -> set[tuple[int, int]]:
     return {(i, n_words - 1 - i if lang.permuted else i) for i in range(n_words)}
 
 
-def coverage(texts: list[str], base: str = "en") -> dict:
-    """How much of ``texts`` the cipher covers: characters outside the base alphabet (and not whitespace) stay as
-    they are, so a synthetic sentence containing them shares those characters with real languages."""
-    alphabet = set(ALPHABETS[base])
-    chars = outside = sentences_outside = 0
-    for t in texts:
-        n = sum(1 for c in t if not c.isspace() and c not in alphabet)
-        chars += sum(1 for c in t if not c.isspace())
-        outside += n
-        sentences_outside += n > 0
-    return {"characters": chars, "characters_outside_alphabet": outside,
-            "sentences_with_characters_outside_alphabet": sentences_outside, "sentences": len(texts)}
+def rewrite_lines(lines: list[str], lang: str) -> list[str]:
+    """``lines`` of a base-language file as text of ``lang``: re-written when ``lang`` is synthetic, else as they
+    are (corpora, TreLM's training text)."""
+    synthetic = parse(lang)
+    return [to_synthetic(line, synthetic) for line in lines] if synthetic is not None else lines
 
 
 _MENTION = re.compile(r"(?<![\w+-])syn-[a-z]{2,3}(?:-perm)?(?![\w-])")

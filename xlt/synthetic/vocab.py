@@ -54,10 +54,7 @@ def grow_tokenizer(spec: dict, base: str) -> tuple[dict, list[tuple[int, int]]]:
             if image is not None:
                 pairs.append((i, len(vocab)))
                 vocab.append([image, vocab[i][1]])
-    elif model["type"] in ("WordPiece", "BPE"):
-        if model["type"] == "BPE":
-            raise ValueError("synthetic languages: BPE tokenizers are not supported yet (their merges would need "
-                             "images too); use a SentencePiece (Unigram) or WordPiece model")
+    elif model["type"] == "WordPiece":
         vocab = model["vocab"]
         prefix = model.get("continuing_subword_prefix") or "##"
         nxt = max(vocab.values()) + 1
@@ -68,7 +65,8 @@ def grow_tokenizer(spec: dict, base: str) -> tuple[dict, list[tuple[int, int]]]:
                 pairs.append((i, nxt))
                 nxt += 1
     else:
-        raise ValueError(f"synthetic languages: tokenizer model {model['type']} is not supported")
+        raise ValueError(f"synthetic languages: tokenizer model {model['type']} is not supported (BPE merges would "
+                         f"need images too); use a SentencePiece (Unigram) or WordPiece model")
     spec["normalizer"] = _normalizer_with_images(spec, base)
     return spec, pairs
 
