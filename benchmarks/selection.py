@@ -64,8 +64,9 @@ def run_job(config: str, seed: int, data_dir: str) -> None:
 
     from xlt.config import find_config, load_config
     from xlt.core.context import RunContext
-    from xlt.evaluate import evaluate_run
+    from xlt.evaluate import evaluate_run, selection_detail
     from xlt.pipeline import target_dev_langs
+    from xlt.report import write_report
     from xlt.train import average_states, kept_checkpoints, train
 
     cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}", f"output_dir={RUNS}",
@@ -89,11 +90,22 @@ def run_job(config: str, seed: int, data_dir: str) -> None:
     oracle_step = max(dev_scores, key=dev_scores.get)
     choices = {"source_dev": [summary["best_step"]], "last": [steps[-1]], "average": steps[-AVERAGE_LAST:],
                "target_dev": [oracle_step]}
+    scored: dict[tuple[int, ...], dict] = {}  # chosen steps -> test scores (same weights, same predictions)
     for select, chosen in choices.items():
         state = (average_states([base / "checkpoints" / f"step-{s}" for s in chosen]) if len(chosen) > 1 else
                  load_file(str(base / "checkpoints" / f"step-{chosen[0]}" / "model.safetensors")))
-        folder = variant_folder(base, select, state, chosen, load_config(base / "config.yaml"))
-        evaluate_run(folder)
+        vcfg = load_config(base / "config.yaml")
+        folder = variant_folder(base, select, state, chosen, vcfg)
+        if tuple(chosen) in scored:  # e.g. source_dev and the oracle picked one step: 15 test sets not re-run
+            results = {**scored[tuple(chosen)], "selection": select.replace("_", "-"),
+                       "zero_shot_selection": select != "target_dev",
+                       "selection_detail": selection_detail(vcfg, metric, chosen),
+                       "train_summary": json.loads((folder / "train_summary.json").read_text()),
+                       "scores_shared_with": scored[tuple(chosen)]["selection"]}
+            write_report(folder, results, results["metrics"], "")
+        else:
+            results = evaluate_run(folder)
+        scored.setdefault(tuple(chosen), results)
         results = json.loads((folder / "results.json").read_text())
         results["target_dev_mean_by_step"] = dev_scores
         (folder / "results.json").write_text(json.dumps(results, indent=1))

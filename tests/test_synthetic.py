@@ -83,6 +83,11 @@ def test_grown_model_has_fresh_rows_and_is_deterministic(xlt_home, tmp_path):
     assert grown.shape[0] == base.shape[0] + len(pairs) and torch.equal(grown[:base.shape[0]], base)
     for b, n in pairs:  # initialised as new vocabulary, never a copy of the base row
         assert not torch.allclose(grown[n], grown[b])
+    # ... and as distinct from each other as real rows are (HF's mean_resizing made them one vector: 1e-9 covariance)
+    new_rows = grown[base.shape[0]:]
+    spread = torch.cdist(new_rows, new_rows).mean() / torch.cdist(base, base).mean()
+    assert 0.7 < spread < 1.3, spread
+    assert torch.allclose(new_rows.mean(0), base.mean(0), atol=5 * base.std(0).max().item() / len(pairs) ** 0.5)
     again = grow_folder(zoo.resolve("tiny-random"), tmp_path / "again", "en")
     assert again["added"] == len(pairs)
     assert torch.equal(load_file(str(tmp_path / "again" / "model.safetensors"))["embeddings.word_embeddings.weight"],

@@ -7,8 +7,12 @@ the same Unigram score or a fresh WordPiece id, so the tokenizer's search over t
 base sentence.  A normalizer that changes base characters (BERT-uncased lower-cases) gets the same change on their
 images (a ``Replace`` per character), so case is folded the same way in both languages.
 
-The new embedding rows are new vocabulary, never copies: Hugging Face's ``resize_token_embeddings`` draws them from
-a normal distribution with the mean and covariance of the existing rows (its default for added tokens), seeded.
+The new embedding rows are new vocabulary, never copies: each is drawn (seeded) from the normal distribution with the
+mean and covariance of the existing rows, so a synthetic token looks like some real token to the encoder but like
+none in particular.  Not Hugging Face's ``mean_resizing``: it shrinks that covariance by 1e-9 (so that a few added
+tokens do not disturb a generative model's softmax), which for a whole new language makes every one of its ~83,000
+tokens the same vector -- a language of one word, in which the synthetic checks measured XeroAlign at 24 % intent
+accuracy on the same-order image of English.
 The grown folder is an ordinary Hugging Face folder (+ ``synthetic.json`` saying what was added), so trimming,
 export and serving work on it unchanged.
 """
@@ -22,6 +26,18 @@ from xlt.core.vocab import SPECIAL_TOKENS
 from xlt.synthetic import ALPHABETS, SEED, cipher, cipher_map
 
 MARKER = "synthetic.json"
+INIT = "normal(mean, covariance of the existing rows)"  # a grown folder with another init is grown again
+
+
+def sample_like(rows, n: int):
+    """(n, H) draws from the normal distribution fitted to ``rows`` (V, H): same mean and full covariance."""
+    import torch
+
+    mean = rows.mean(0)
+    centred = rows - mean
+    covariance = centred.T @ centred / rows.shape[0]
+    jitter = 1e-6 * covariance.diagonal().mean() * torch.eye(rows.shape[1])  # a rank-deficient tiny model
+    return mean + torch.randn(n, rows.shape[1]) @ torch.linalg.cholesky(covariance + jitter).T
 
 
 def _core(piece: str, prefixes: tuple[str, ...]) -> tuple[str, str]:
@@ -101,9 +117,11 @@ def split_name(name: str) -> tuple[str, str | None]:
     return name, None
 
 
-def has_vocabulary(folder: Path, base: str) -> bool:
+def has_vocabulary(folder: Path, base: str, current: bool = False) -> bool:
+    """Whether ``folder`` holds the synthetic vocabulary of ``base`` (``current``: grown with today's ``INIT``)."""
     marker = folder / MARKER
-    return marker.exists() and base in json.loads(marker.read_text()).get("bases", [])
+    info = json.loads(marker.read_text()) if marker.exists() else {}
+    return base in info.get("bases", []) and (not current or info.get("init") == INIT)
 
 
 def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict:
@@ -124,14 +142,16 @@ def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict
     encoder = AutoModel.from_pretrained(str(source), config=config, add_pooling_layer=False, local_files_only=True)
     old = encoder.get_input_embeddings().weight.shape[0]
     new_size = max(old, max(n for _, n in pairs) + 1)
-    with torch.random.fork_rng():  # a fixed language whatever run builds it first
+    encoder.resize_token_embeddings(new_size, mean_resizing=False)
+    rows = encoder.get_input_embeddings().weight
+    with torch.no_grad(), torch.random.fork_rng():  # a fixed language whatever run builds it first
         torch.manual_seed(seed)
-        encoder.resize_token_embeddings(new_size, mean_resizing=True)
+        rows[old:] = sample_like(rows[:old].float(), new_size - old).to(rows.dtype)
     encoder.save_pretrained(str(target), safe_serialization=True)
     previous = json.loads((source / MARKER).read_text()) if (source / MARKER).exists() else {}
     info = {"bases": previous.get("bases", []) + [base], "seed": seed, "source": str(source),
             "added": previous.get("added", 0) + len(pairs), "vocab_size_before": old, "vocab_size": new_size,
-            "pairs": {**previous.get("pairs", {}), base: [[b, n] for b, n in pairs]}, "init": "resize_token_embeddings(mean_resizing=True)"}
+            "pairs": {**previous.get("pairs", {}), base: [[b, n] for b, n in pairs]}, "init": INIT}
     (target / MARKER).write_text(json.dumps(info))
     return info
 

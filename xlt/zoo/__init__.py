@@ -155,13 +155,15 @@ def _synthetic(source: Path, head: str, base: str) -> Path:
     key = head if head in ZOO else "folder-" + hashlib.sha1(json.dumps(
         [str(source.resolve()), weights.stat().st_mtime_ns if weights.exists() else 0]).encode()).hexdigest()[:12]
     target = xlt_home() / "models" / "synthetic" / f"{key}+syn-{base}"
-    if (target / "config.json").exists():
+    if has_vocabulary(target, base, current=True):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=target.parent))
     try:
         grow_folder(source, tmp, base)
-        if not (target / "config.json").exists():
+        if not has_vocabulary(target, base, current=True):
+            if target.exists():  # grown by an older init: replaced
+                shutil.rmtree(target)
             tmp.rename(target)
     finally:
         if tmp.exists():
