@@ -82,6 +82,10 @@ def run_job(config: str, seed: int, data_dir: str) -> None:
     metric = RunContext.from_config(cfg).select_metric  # the task's selection metric (xSID: intent_slot_mean)
     dev_scores = {}
     for folder, step in zip(folders, steps):
+        done = base / f"target-dev-step-{step}.json"
+        if done.exists():  # an interrupted job keeps the checkpoints it scored
+            dev_scores[step] = statistics.mean(json.loads(done.read_text())["per_language"][x][metric] for x in targets)
+            continue
         probe = variant_folder(base, "target_dev", load_file(str(folder / "model.safetensors")), [step],
                                load_config(base / "config.yaml"))
         res = evaluate_run(probe, targets, "valid", tag="target-dev")
