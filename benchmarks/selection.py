@@ -96,6 +96,11 @@ def run_job(config: str, seed: int, data_dir: str) -> None:
                "target_dev": [oracle_step]}
     scored: dict[tuple[int, ...], dict] = {}  # chosen steps -> test scores (same weights, same predictions)
     for select, chosen in choices.items():
+        folder = base.with_name(f"{base.name}-{select}")
+        if (folder / "results.json").exists() and json.loads((folder / "train_summary.json").read_text()).get(
+                "selected_steps") == chosen:  # scored before an interruption
+            scored.setdefault(tuple(chosen), json.loads((folder / "results.json").read_text()))
+            continue
         state = (average_states([base / "checkpoints" / f"step-{s}" for s in chosen]) if len(chosen) > 1 else
                  load_file(str(base / "checkpoints" / f"step-{chosen[0]}" / "model.safetensors")))
         vcfg = load_config(base / "config.yaml")
