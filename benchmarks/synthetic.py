@@ -20,7 +20,8 @@ Jobs: ``{xsid,pawsx}-zero_shot`` (evaluates both variants), ``{xsid,pawsx}-{meth
 translate_train, multi_language, xeroalign, filter, filter_self_teaching; pre-training (seed 1, <= 20 CPU-minutes
 each, budgets in ``STAGES``) ``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and zero-shot xSID
 fine-tuning on each (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method).  TreLM rows (alignment
-P@1 on the true bijection; migrated vs un-migrated vs from scratch) are not queued yet.
+P@1 on the true bijection; migrated vs un-migrated vs from scratch: ``trelm``, ``unmigrated`` and ``trelm_scratch``)
+are fine-tuned, selected and tested in the synthetic language, as in the TreLM paper (not zero-shot).
 Writes benchmarks/results/synthetic.{json,md} (``XLT_SYNTHETIC_NAME`` names another file, e.g. a GPU run's).
 """
 from __future__ import annotations
@@ -75,11 +76,17 @@ STAGES = {
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
         f"corpus.parallel={{{lang}: [{', '.join(PAIR_FILES)}]}}", f"options.target_lang={lang}",
         *[f"phases.{i}.{k}={v}" for i in range(4) for k, v in (("steps", 600), ("eval_every", 300))]]),
+    # TreLM's "from scratch" baseline: the migrated run's vocabulary and architecture, every weight random, the same
+    # phases and steps (run after pretrain-trelm-VARIANT)
+    "trelm_scratch": ("pretrain-trelm-es", lambda lang: [
+        *STAGES["trelm"][1](lang), "options.init=scratch", f"options.base_from={stage_dir('trelm', LANG_VARIANT[lang])}"]),
 }
+LANG_VARIANT = {lang: variant for variant, lang in VARIANTS.items()}
 
 
 STAGE_METHOD = {"mlm": "continued_mlm", "unicoder_mlm+tlm": "unicoder_mlm+tlm", "unicoder_all5": "unicoder_all5",
-                "tall": "tall", "trelm": "trelm_migrated", "unmigrated": "trelm_unmigrated"}
+                "tall": "tall", "trelm": "trelm_migrated", "trelm_scratch": "trelm_from_scratch",
+                "unmigrated": "trelm_unmigrated"}
 
 
 def stage_rows(runs: Path, stage: str, variant: str) -> list[dict]:
@@ -151,7 +158,7 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
         folder = stage_dir(stage, variant)
         if not (folder / "results.json").exists():
             raise SystemExit(f"{folder}: pre-train first (job pretrain-{stage}-{variant})")
-        if stage == "trelm":  # as the TreLM paper: trained, selected and tested in the target language
+        if stage.startswith("trelm"):  # as the TreLM paper: trained, selected and tested in the target language
             return f"{dataset}-zero-shot", COMMON + [f"model.name={folder / 'model'}", *target_trained(lang)]
         extra = ["train.method=tall"] if stage == "tall" else []
         return f"{dataset}-zero-shot", COMMON + extra + [f"model.name={folder / 'model'}",

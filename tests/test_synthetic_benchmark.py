@@ -67,3 +67,16 @@ def test_a_pretraining_job_and_fine_tuning_on_it(bench, monkeypatch):
     rows = json.loads((root / "results" / "synthetic.json").read_text())["rows"]
     assert {(r["method"], r["lang"]) for r in rows} >= {("continued_mlm", "syn-en-perm"),
                                                        ("continued_mlm_pretrain", "syn-en-perm")}
+
+
+def test_trelm_from_scratch_shares_the_migrated_runs_vocabulary_and_is_target_trained(monkeypatch, tmp_path):
+    monkeypatch.setattr(synthetic, "RUNS", tmp_path)
+    overrides = synthetic.STAGES["trelm_scratch"][1]("syn-en-perm")
+    assert "options.init=scratch" in overrides
+    assert f"options.base_from={tmp_path / 'synthetic-pretrain-trelm-permuted'}" in overrides
+    assert set(synthetic.STAGES["trelm"][1]("syn-en-perm")) < set(overrides)  # same text, phases and steps
+    folder = synthetic.stage_dir("trelm_scratch", "permuted")
+    folder.mkdir()
+    (folder / "results.json").write_text("{}")
+    config, extra = synthetic.spec("xsid-after_trelm_scratch-permuted", 1)
+    assert f"model.name={folder / 'model'}" in extra and "data.source_lang=syn-en-perm" in extra
