@@ -154,20 +154,21 @@ def setup_run(cfg):
     return ctx, method, data, model, tok
 
 
-def make_tall_model(root: Path) -> Path:
-    """A tiny TALL pre-training run (en-de, tiny-random; a few steps) -> its exported model folder."""
+def make_tall_model(root: Path, model: str = "tiny-random") -> Path:
+    """A tiny TALL pre-training run (en-de, ``model``; a few steps) -> its exported model folder."""
     from xlt.config import find_config, load_stage_config
     from xlt.stages import run_stage
 
-    if (root / "tall-stage" / "model" / "decoder.json").exists():
-        return root / "tall-stage" / "model"
+    name = "tall-stage" if model == "tiny-random" else f"tall-stage-{model}"
+    if (root / name / "model" / "decoder.json").exists():
+        return root / name / "model"
     data = root / "tall-data"
     for lang, rows in (("en", TRAIN), ("de", EVAL["de"])):
         (data / "mono" / lang).mkdir(parents=True, exist_ok=True)
         (data / "mono" / lang / "a.txt").write_text("\n".join(r[0] for r in rows * 6) + "\n", encoding="utf-8")
     cfg = load_stage_config(find_config("pretrain-tall-en-ja"), [
-        "model.name=tiny-random", f"corpus.data_dir={data}", "corpus.heldout_lines=2", f"output_dir={root}",
-        "name=tall-stage", "corpus.langs={en: [mono/en/*.txt], de: [mono/de/*.txt]}", "options.languages=[en,de]",
+        f"model.name={model}", f"corpus.data_dir={data}", "corpus.heldout_lines=2", f"output_dir={root}",
+        f"name={name}", "corpus.langs={en: [mono/en/*.txt], de: [mono/de/*.txt]}", "options.languages=[en,de]",
         "options.reference={}", "phases.0.steps=1", "phases.0.eval_every=1", "phases.1.steps=2",
         "phases.1.eval_every=2", "phases.0.batch_size=4", "phases.1.batch_size=4", "options.decoder_heads=2",
         "options.decoder_ffn=64", "options.max_decode_length=8", "options.eval_sentences=2"])

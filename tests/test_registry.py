@@ -32,13 +32,13 @@ def test_every_registered_method_and_task_is_in_the_harness():
     assert len(PAIRS) == len(DATASETS) * len(METHODS.names()) >= 5 * 7
 
 
-def _config(tiny_cfg, dataset: str, method: str, name: str, tmp_path, *extra: str):
+def _config(tiny_cfg, dataset: str, method: str, name: str, tmp_path, *extra: str, model: str = "tiny-random"):
     overrides = [f"data.dataset={dataset}", f"train.method={method}", "data.eval_langs=[en,de]", f"name={name}",
                  "train.max_steps=2", "train.eval_every=2", "model.dropout=0.0", "data.max_length=64",
-                 "model.freeze_embeddings=true", *IDENTITY,
+                 "model.freeze_embeddings=true", f"model.name={model}", *IDENTITY,
                  *METHOD_OPTIONS.get(method, []), *extra]
     if method == "tall":  # fine-tunes the encoder + decoder of a TALL pre-training run
-        overrides.append(f"model.name={make_tall_model(tmp_path)}")
+        overrides.append(f"model.name={make_tall_model(tmp_path, model)}")
     if method == "filter_self_teaching":
         teacher = train(tiny_cfg(*[o for o in overrides if not o.startswith(("train.method", "name"))],
                                  "train.method=filter", f"name={name}-teacher"))
@@ -52,7 +52,12 @@ def _logits(out: dict) -> dict:
 
 @pytest.mark.parametrize("dataset,method", PAIRS)
 def test_method_on_task(tiny_cfg, tmp_path, dataset, method):
-    cfg = _config(tiny_cfg, dataset, method, f"{dataset}-{method}", tmp_path)
+    check_method_on_task(tiny_cfg, tmp_path, dataset, method)
+
+
+def check_method_on_task(tiny_cfg, tmp_path, dataset: str, method: str, encoder: str = "tiny-random") -> None:
+    """The harness: training steps, gradients, save/load, batch = one by one, end to end (see the module doc)."""
+    cfg = _config(tiny_cfg, dataset, method, f"{dataset}-{method}", tmp_path, model=encoder)
     ctx, meth, data, model, tok = setup_run(cfg)
     assert ctx.task.name == DATASETS[dataset]
     meth.before_training(data, pad_id(tok, data.trim))
@@ -105,7 +110,8 @@ def test_method_on_task(tiny_cfg, tmp_path, dataset, method):
                 length = v.shape[1] if v.ndim == 3 else None
                 assert torch.allclose(batched[k][i, :length], v[0], atol=1e-5), (k, i)
     # 4. end to end through the recipe and the evaluation of every language
-    results = evaluate_run(train(_config(tiny_cfg, dataset, method, f"{dataset}-{method}-e2e", tmp_path)))
+    results = evaluate_run(train(_config(tiny_cfg, dataset, method, f"{dataset}-{method}-e2e", tmp_path,
+                                         model=encoder)))
     assert set(results["per_language"]) == {"en", "de"}
     for lang_metrics in results["per_language"].values():
         for m in ctx.task.metrics:

@@ -81,3 +81,56 @@ def test_short_real_training_beats_chance_on_a_target_language(tmp_path):
     majority = Counter(u.intent for u in de).most_common(1)[0][1] / len(de)
     assert n_intents > 10
     assert results["per_language"]["de"]["intent_acc"] > max(majority, 1 / n_intents) + 0.1
+
+
+def _tiny_weights(folder, family="bert", vocab_size=64):
+    from transformers import AutoModel
+
+    from xlt.zoo.tiny_random import tiny_config
+
+    folder.mkdir(parents=True, exist_ok=True)
+    AutoModel.from_config(tiny_config(family, vocab_size)).save_pretrained(str(folder), safe_serialization=True)
+
+
+def test_a_folder_without_tokenizer_json_gets_one_converted_or_a_one_line_refusal(tmp_path, xlt_home):
+    """WordPiece vocab.txt only and sentencepiece model only: converted by transformers into a view folder (the
+    user's folder is not written); pickled weights only, or no tokenizer file at all: refused, naming what is
+    missing."""
+    import sentencepiece as spm
+    from transformers import AutoTokenizer
+
+    from xlt.errors import ConfigError
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "set", "an", "alarm", "for", "7", "am", "##s", "play"]
+    wordpiece = tmp_path / "wordpiece"
+    _tiny_weights(wordpiece)
+    (wordpiece / "vocab.txt").write_text("\n".join(words) + "\n")
+    (wordpiece / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "BertTokenizer"}))
+    view = zoo.resolve(str(wordpiece))
+    assert view != wordpiece and not (wordpiece / "tokenizer.json").exists() and (view / "tokenizer.json").exists()
+    assert zoo.resolve(str(wordpiece)) == view  # converted once
+    expected = AutoTokenizer.from_pretrained(str(wordpiece))("set alarms for 7 am")["input_ids"]
+    assert zoo.load_tokenizer(view).encode("set alarms for 7 am").ids == expected
+    encoder, _, _ = zoo.load_encoder(str(wordpiece))
+    assert encoder.config.model_type == "bert"
+
+    sp = tmp_path / "sentencepiece"
+    _tiny_weights(sp, "xlm-roberta", 80)
+    text = tmp_path / "text.txt"
+    text.write_text("set an alarm for seven in the morning\nplay some music\nwhat is the weather like\n" * 20)
+    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(sp / "sentencepiece.bpe"), vocab_size=40,
+                                   model_type="unigram", minloglevel=2, hard_vocab_limit=False)
+    (sp / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "XLMRobertaTokenizer"}))
+    expected = AutoTokenizer.from_pretrained(str(sp))("play some music")["input_ids"]
+    assert zoo.load_tokenizer(zoo.resolve(str(sp))).encode("play some music").ids == expected
+
+    bare = tmp_path / "bare"
+    _tiny_weights(bare)
+    with pytest.raises(ConfigError, match="no tokenizer.json, and none of"):
+        zoo.resolve(str(bare))
+    pickled = tmp_path / "pickled"
+    pickled.mkdir()
+    (pickled / "config.json").write_text((bare / "config.json").read_text())
+    (pickled / "pytorch_model.bin").write_bytes(b"not read")
+    with pytest.raises(ConfigError, match="never unpickles"):
+        zoo.resolve(str(pickled))

@@ -20,6 +20,7 @@ from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids, token_id
 from xlt.data.datasets import deduplicate
 from xlt.errors import ConfigError, DataError
 from xlt.methods import Method, get_method
+from xlt.models.families import check_supported, family_of
 from xlt.predict import predict
 
 
@@ -46,6 +47,7 @@ def make_run(cfg: RunConfig) -> tuple[RunContext, Method]:
     ctx = RunContext.from_config(cfg)
     method = get_method(cfg.train.method)(ctx)
     method.check()
+    check_supported(zoo.resolve(cfg.model.name), "method", cfg.train.method)
     if cfg.train.select == "target_dev":
         if type(method).predict is not Method.predict:
             raise ConfigError(f"train.select=target_dev: method {cfg.train.method} predicts its own way at test time "
@@ -198,7 +200,7 @@ class TrainedRun:
 
     @property
     def max_tokens(self) -> int:
-        return int(self.model.encoder.config.max_position_embeddings)
+        return family_of(self.model.encoder).max_tokens(self.model.encoder.config)
 
     def predict(self, examples: list, accelerator=None) -> list:
         """Predictions for ``examples``; one longer than the encoder takes is split by the task into pieces that fit

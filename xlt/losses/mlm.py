@@ -33,11 +33,19 @@ class MaskedLanguageModel(nn.Module):
     """The MLM objective: ``forward(encoder, batch)`` with batch ``input_ids`` (masked), ``attention_mask``,
     ``mlm_labels`` (B, T) -> {"loss", "mlm_loss", "mlm_accuracy"}."""
 
-    def __init__(self, hidden: int, layer_norm_eps: float = 1e-12) -> None:
+    def __init__(self, hidden: int, layer_norm_eps: float = 1e-12, embedding_size: int | None = None) -> None:
+        """``embedding_size``: the input embeddings' width when it is not ``hidden`` (ELECTRA): the dense layer
+        maps down to it, as ELECTRA's generator head does."""
         super().__init__()
-        self.dense = nn.Linear(hidden, hidden)
-        self.norm = nn.LayerNorm(hidden, eps=layer_norm_eps)
+        out = embedding_size or hidden
+        self.dense = nn.Linear(hidden, out)
+        self.norm = nn.LayerNorm(out, eps=layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(0))  # sized to the vocabulary by ``resize``
+
+    @classmethod
+    def for_encoder(cls, config) -> "MaskedLanguageModel":
+        """The head for an encoder's ``config`` (its width, LayerNorm epsilon and embedding width)."""
+        return cls(config.hidden_size, getattr(config, "layer_norm_eps", 1e-12), getattr(config, "embedding_size", None))
 
     def resize(self, vocab_size: int) -> "MaskedLanguageModel":
         self.bias = nn.Parameter(torch.zeros(vocab_size))

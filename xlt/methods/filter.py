@@ -13,7 +13,6 @@ XLM-R-large setting, m = 1 and k = 10 of 24 layers, scaled to 12 layers gives th
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import torch
@@ -62,7 +61,9 @@ class Filter(Method):
         from xlt import zoo
 
         self.target_language()
-        n_layers = json.loads((zoo.resolve(self.cfg.model.name) / "config.json").read_text())["num_hidden_layers"]
+        from transformers import AutoConfig
+
+        n_layers = AutoConfig.from_pretrained(str(zoo.resolve(self.cfg.model.name))).num_hidden_layers
         m, k = self.options.local_layers, self.options.fusion_layers
         if m < 0 or k < 0 or m + k > n_layers:
             raise ConfigError(f"options.local_layers ({m}) + options.fusion_layers ({k}) must be non-negative and at "

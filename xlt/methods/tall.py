@@ -57,7 +57,7 @@ class Tall(Method):
         from xlt import zoo
 
         decoder = TiedDecoder.load(zoo.resolve(self.cfg.model.name), encoder.config.hidden_size,
-                                   encoder.config.layer_norm_eps)
+                                   getattr(encoder.config, "layer_norm_eps", 1e-12))
         decoder.bias.requires_grad_(False)  # the output projection's bias: NLU never reads the decoder's logits
         heads = self.task.heads(encoder.config.hidden_size, labels, self.cfg.model.pooling, self.cfg.model.dropout)
         languages = decoder.settings.languages

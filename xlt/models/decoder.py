@@ -132,19 +132,21 @@ def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
     Needs a BERT-style encoder (``encoder.embeddings``, ``encoder.encoder.layer``) of the decoder's width, heads and
     feed-forward size, with at least as many layers as the decoder."""
     from xlt.errors import ConfigError
+    from xlt.models.families import family_of
 
     c, s = encoder.config, decoder.settings
-    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
-    if layers is None or not hasattr(encoder, "embeddings"):
-        raise ConfigError(f"decoder_init=encoder needs a BERT-style encoder ({type(encoder).__name__} is not)")
+    reason = family_of(encoder).why_not("decoder_init", "encoder", c)
+    if reason:
+        raise ConfigError(f"decoder_init=encoder cannot run on {c.model_type}: {reason}")
+    layers = family_of(encoder).layers(encoder)
     if s.heads != c.num_attention_heads or s.ffn != c.intermediate_size or s.layers > len(layers):
         raise ConfigError(f"decoder_init=encoder: the decoder must have the encoder's heads ({c.num_attention_heads})"
                           f" and feed-forward size ({c.intermediate_size}) and at most its {len(layers)} layers; "
                           f"got heads {s.heads}, ffn {s.ffn}, layers {s.layers}")
-    emb = encoder.embeddings
-    n = min(s.max_positions, emb.position_embeddings.weight.shape[0])
+    emb, offset = encoder.embeddings, family_of(encoder).position_offset  # RoBERTa: position 0 is row 2
+    n = min(s.max_positions, emb.position_embeddings.weight.shape[0] - offset)
     extra = emb.token_type_embeddings.weight[0] if hasattr(emb, "token_type_embeddings") else 0.0
-    decoder.positions.weight[:n] = emb.position_embeddings.weight[:n] + extra
+    decoder.positions.weight[:n] = emb.position_embeddings.weight[offset:offset + n] + extra
     decoder.norm.load_state_dict(emb.LayerNorm.state_dict())
     for mine, theirs in zip(decoder.layers.layers, layers):
         att = theirs.attention

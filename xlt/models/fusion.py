@@ -1,5 +1,5 @@
 """FILTER's fusion encoder (Fang et al., "FILTER: An Enhanced Fusion Method for Cross-lingual Language
-Understanding", AAAI 2021) over any BERT-style ``transformers`` encoder (``.embeddings`` + ``.encoder.layer``).
+Understanding", AAAI 2021) over any encoder family whose layer stack ``xlt.models.families`` reaches.
 
 An input (side a) and its translation (side b) are embedded separately, each with positions counted from 0 (the
 paper's language-specific position handling), encoded separately by the first ``m`` layers ("local"), concatenated
@@ -16,18 +16,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers.masking_utils import create_bidirectional_mask
 
 from xlt.models import TaskModel
-
-
-def _run(encoder: nn.Module, layers, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    # the attention implementation's own mask format (eager: additive 4-D; sdpa: boolean or None)
-    mask = create_bidirectional_mask(config=encoder.config, inputs_embeds=hidden, attention_mask=attention_mask)
-    for layer in layers:
-        hidden = layer(hidden, mask)
-        hidden = hidden[0] if isinstance(hidden, tuple) else hidden
-    return hidden
+from xlt.models.families import family_of
 
 
 def fusion_encode(encoder: nn.Module, m: int, k: int, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -35,17 +26,21 @@ def fusion_encode(encoder: nn.Module, m: int, k: int, input_ids: torch.Tensor, a
                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """input_ids/attention_mask (B, Ta), pair_* (B, Tb) -> hidden states (B, Ta, H) and (B, Tb, H) (None without a
     pair): m local layers per side, k fusion layers over the concatenation, the rest per side again."""
-    layers = list(encoder.encoder.layer)
-    a = encoder.embeddings(input_ids=input_ids)  # positions 0.. for each side
+    family = family_of(encoder)
+    layers = list(family.layers(encoder))
+    a = family.embed(encoder, input_ids, attention_mask)  # positions from the start for each side
     if pair_input_ids is None:
-        return _run(encoder, layers, a, attention_mask), None
-    b = encoder.embeddings(input_ids=pair_input_ids)
+        return family.run(encoder, layers, a, attention_mask), None
+    b = family.embed(encoder, pair_input_ids, pair_attention_mask)
     local, fusion, rest = layers[:m], layers[m:m + k], layers[m + k:]
-    a, b = _run(encoder, local, a, attention_mask), _run(encoder, local, b, pair_attention_mask)
+    a, b = family.run(encoder, local, a, attention_mask), family.run(encoder, local, b, pair_attention_mask)
     if fusion:
-        fused = _run(encoder, fusion, torch.cat([a, b], 1), torch.cat([attention_mask, pair_attention_mask], 1))
+        both = torch.cat([attention_mask, pair_attention_mask], 1)
+        # each side's positions from 0, as its embeddings: no distance depends on the other side's padding
+        positions = torch.cat([torch.arange(a.shape[1]), torch.arange(b.shape[1])]).to(a.device)
+        fused = family.run(encoder, fusion, torch.cat([a, b], 1), both, positions)
         a, b = fused[:, :a.shape[1]], fused[:, a.shape[1]:]
-    return _run(encoder, rest, a, attention_mask), _run(encoder, rest, b, pair_attention_mask)
+    return family.run(encoder, rest, a, attention_mask), family.run(encoder, rest, b, pair_attention_mask)
 
 
 class FusionModel(TaskModel):
@@ -54,7 +49,7 @@ class FusionModel(TaskModel):
 
     def __init__(self, encoder: nn.Module, heads: nn.Module, local_layers: int, fusion_layers: int) -> None:
         super().__init__(encoder, heads)
-        n_layers = len(encoder.encoder.layer)
+        n_layers = len(family_of(encoder).layers(encoder))
         if local_layers < 0 or fusion_layers < 0 or local_layers + fusion_layers > n_layers:
             raise ValueError(f"FILTER needs 0 <= m, 0 <= k and m + k <= {n_layers} (the encoder's layers); got "
                              f"m={local_layers}, k={fusion_layers}")

@@ -143,10 +143,12 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
     from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, make_accelerator, run_loop
     from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids
     from xlt.data.corpora import load_corpus
+    from xlt.models.families import check_supported
     from xlt.train import check_run_dir
 
     run_dir = cfg.run_dir
     _check_start_from(cfg)  # config errors before any data is read
+    check_supported(zoo.resolve(cfg.model.name), "stage", cfg.stage)  # the family can run this stage
     objectives_used = {o for p in cfg.phases for o in p.objectives}
     accelerator = make_accelerator(cfg.mixed_precision, kwargs_handlers=[DistributedDataParallelKwargs(
         find_unused_parameters=len(objectives_used) > 1)])
@@ -279,8 +281,9 @@ def _export(cfg, model: PretrainModel, stage: Stage, trim, base: Path, out: Path
         full_encoder, _, _ = zoo.load_encoder(str(base))
         full = full_encoder.get_input_embeddings()
         full.weight.data = trim.untrim_into(encoder.get_input_embeddings().weight.data, full.weight.data)
-        full_encoder.load_state_dict({k: v for k, v in encoder.state_dict().items()
-                                      if not k.startswith("embeddings.word_embeddings")}, strict=False)
+        rows = encoder.get_input_embeddings().weight
+        trimmed = next(name for name, p in encoder.named_parameters() if p is rows)  # the family's key for them
+        full_encoder.load_state_dict({k: v for k, v in encoder.state_dict().items() if k != trimmed}, strict=False)
         encoder = full_encoder
     encoder.save_pretrained(str(tmp), safe_serialization=True)
     # synthetic.json: the vocabulary of a synthetic language the base was grown by (xlt.synthetic) comes along

@@ -49,7 +49,7 @@ class ContinuedMLM(Stage):
 
     def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
         c = encoder.config
-        return {"mlm": MaskedLanguageModel(c.hidden_size, c.layer_norm_eps).resize(self.vocab)}
+        return {"mlm": MaskedLanguageModel.for_encoder(c).resize(self.vocab)}
 
     def batches(self, phase, epoch: int) -> list[list[int]]:
         return length_bucketed_batches(self.lengths, phase.batch_size, self.options.bucket_size, self.cfg.seed, epoch)

@@ -101,7 +101,7 @@ class Tall(Stage):
         settings = DecoderSettings(o.decoder_layers, o.decoder_heads, o.decoder_ffn, o.decoder_dropout,
                                    # as many positions as the encoder: fine-tuning reads whole utterances
                                    max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages))
-        decoder = TiedDecoder(c.hidden_size, self.vocab, settings, c.layer_norm_eps)
+        decoder = TiedDecoder(c.hidden_size, self.vocab, settings, getattr(c, "layer_norm_eps", 1e-12))
         if o.decoder_init == "encoder":
             init_from_encoder(decoder, encoder)
         return {"decoder": decoder}

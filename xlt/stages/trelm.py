@@ -224,7 +224,7 @@ class TreLM(Stage):
 
     def shared_modules(self, encoder: nn.Module) -> dict[str, nn.Module]:
         c = encoder.config
-        return {"lm_head": MaskedLanguageModel(c.hidden_size, c.layer_norm_eps).resize(self.vocab)}
+        return {"lm_head": MaskedLanguageModel.for_encoder(c).resize(self.vocab)}
 
     def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
         return {t: TreLMObjective(t) for t in TASKS}

@@ -102,14 +102,16 @@ class Unicoder(Stage):
     # ---- objectives and hard negatives -------------------------------------------------------------------------------
     def shared_modules(self, encoder: nn.Module) -> dict[str, nn.Module]:
         c = encoder.config
-        return {"lm_head": MaskedLanguageModel(c.hidden_size, c.layer_norm_eps).resize(self.vocab)}
+        return {"lm_head": MaskedLanguageModel.for_encoder(c).resize(self.vocab)}
 
     def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
         h = encoder.config.hidden_size
         if "paraphrase" in self.used:
             self._negatives(encoder)
         return {"mlm": SharedHeadMLM("mlm"), "tlm": SharedHeadMLM("tlm"), "cs_mlm": SharedHeadMLM("cs_mlm"),
-                "word_recovery": WordRecovery(h), "paraphrase": ParaphraseClassifier(h)}
+                # word recovery mixes input embeddings: their width (ELECTRA's are narrower than its layers)
+                "word_recovery": WordRecovery(encoder.get_input_embeddings().embedding_dim),
+                "paraphrase": ParaphraseClassifier(h)}
 
     def _negatives(self, encoder: nn.Module) -> None:
         """Mine (or read back) the paraphrase task's negatives for the training and the held-out pairs."""

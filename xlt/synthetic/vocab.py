@@ -130,6 +130,8 @@ def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict
     from transformers import AutoConfig, AutoModel
     from transformers.utils import logging as hf_logging
 
+    from xlt.models.families import family_of
+
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()  # the resize notice is stated in synthetic.json ("init") instead
     spec, pairs = grow_tokenizer(json.loads((source / "tokenizer.json").read_text(encoding="utf-8")), base)
@@ -139,7 +141,8 @@ def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict
             shutil.copy2(f, target / f.name)
     (target / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
     config = AutoConfig.from_pretrained(str(source), local_files_only=True)
-    encoder = AutoModel.from_pretrained(str(source), config=config, add_pooling_layer=False, local_files_only=True)
+    encoder = AutoModel.from_pretrained(str(source), config=config, local_files_only=True,
+                                        **family_of(config).load_kwargs())
     old = encoder.get_input_embeddings().weight.shape[0]
     new_size = max(old, max(n for _, n in pairs) + 1)
     encoder.resize_token_embeddings(new_size, mean_resizing=False)

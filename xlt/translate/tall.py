@@ -46,7 +46,8 @@ class TallTranslator:
         encoder, tokenizer, _ = zoo.load_encoder(str(folder))
         self.encoder = encoder.eval().to(self.device)
         self.tokenizer = prepare_tokenizer(tokenizer)
-        decoder = TiedDecoder.load(folder, encoder.config.hidden_size, encoder.config.layer_norm_eps)
+        decoder = TiedDecoder.load(folder, encoder.config.hidden_size,
+                                   getattr(encoder.config, "layer_norm_eps", 1e-12))
         self.languages = list(decoder.settings.languages)
         allowed = load_file(str(folder / "decoder_vocab.safetensors"))["allowed"].bool()
         self.bos, self.eos, self.pad = (token_id(self.tokenizer, t) for t in ("<s>", "</s>", "<pad>"))

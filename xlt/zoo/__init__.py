@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -96,6 +97,10 @@ ZOO: dict[str, ZooEntry] = {
     "tiny-random": ZooEntry(
         "tiny-random", "2-layer random BERT (hidden 32) with a tiny sentencepiece-style tokenizer, for tests",
         "built in", tiny_random.build),
+    **{f"tiny-random-{f}": ZooEntry(
+        f"tiny-random-{f}", f"2-layer random {f} (hidden 32), tiny-random's tokenizer, for tests", "built in",
+        partial(tiny_random.build, family=f)) for f in ("xlm-roberta", "roberta", "distilbert", "deberta-v2",
+                                                         "electra")},
 }
 
 
@@ -136,12 +141,65 @@ def resolve(name_or_path: str) -> Path:
         return prepare(name_or_path)
     path = Path(name_or_path)
     if (path / "config.json").exists():
-        return path
+        return _usable(path)
     head, base = split_name(name_or_path)
     if base is not None:
         return _synthetic(resolve(head), head, base)
     raise ConfigError(f"model {name_or_path!r} is neither a zoo model ({', '.join(ZOO)}) nor a folder with "
                       "config.json")
+
+
+TOKENIZER_FILES = ("sentencepiece.bpe.model", "spm.model", "tokenizer.model", "vocab.txt", "vocab.json")
+
+
+def _usable(folder: Path) -> Path:
+    """A user's Hugging Face folder as xlt reads it: safetensors weights (never a pickle) and a ``tokenizer.json``.
+    A folder with only sentencepiece / WordPiece / BPE vocabulary files gets one converted by ``transformers``' fast
+    tokenizer conversion, once, into a view folder under ``$XLT_HOME/models/converted`` (links to the weights)."""
+    import hashlib
+
+    if not (folder / "model.safetensors").exists() and not list(folder.glob("model-*.safetensors")):
+        pickled = [p.name for p in folder.glob("*.bin")]
+        raise ConfigError(f"{folder}: no model.safetensors" + (
+            f" (only {', '.join(pickled)}: xlt never unpickles weights; convert them with transformers: "
+            "AutoModel.from_pretrained(FOLDER).save_pretrained(FOLDER, safe_serialization=True))" if pickled else ""))
+    if (folder / "tokenizer.json").exists():
+        return folder
+    found = [n for n in TOKENIZER_FILES if (folder / n).exists()]
+    if not found:
+        raise ConfigError(f"{folder}: no tokenizer.json, and none of {', '.join(TOKENIZER_FILES)} to build one from")
+    stamp = json.dumps([str(folder.resolve())] + [(folder / n).stat().st_mtime_ns for n in found])
+    view = xlt_home() / "models" / "converted" / hashlib.sha1(stamp.encode()).hexdigest()[:16]
+    if (view / "tokenizer.json").exists():
+        return view
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), use_fast=True, local_files_only=True)
+    except Exception as e:  # transformers' errors differ by tokenizer class; say which file failed, in one line
+        raise ConfigError(f"{folder}: no tokenizer.json, and transformers could not convert {found[0]} into one "
+                          f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise ConfigError(f"{folder}: no tokenizer.json, and transformers has no fast (tokenizers) version of "
+                          f"{type(tokenizer).__name__} to convert {found[0]} with")
+    tmp = Path(tempfile.mkdtemp(prefix=".converted-", dir=_parent(view)))
+    for f in folder.iterdir():
+        if f.is_file():
+            (tmp / f.name).symlink_to(f.resolve())
+    tokenizer.backend_tokenizer.save(str(tmp / "tokenizer.json"))
+    (tmp / "XLT_SOURCE.md").write_text(f"{folder}, its tokenizer.json converted from {found[0]} by transformers' "
+                                       f"{type(tokenizer).__name__}\n")
+    if not (view / "tokenizer.json").exists():
+        shutil.rmtree(view, ignore_errors=True)
+        tmp.rename(view)
+    else:
+        shutil.rmtree(tmp)
+    return view
+
+
+def _parent(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.parent
 
 
 def _synthetic(source: Path, head: str, base: str) -> Path:
@@ -178,15 +236,20 @@ def load_tokenizer(folder: Path):
 
 
 def load_encoder(name_or_path: str):
-    """Return (encoder, tokenizer, folder).  The encoder is a transformers ``PreTrainedModel`` (BERT-style), or, for
+    """Return (encoder, tokenizer, folder).  The encoder is a transformers ``PreTrainedModel`` of a supported family
+    (``xlt.models.families``), or, for
     a folder exported by the TreLM stage (``trelm.json``), that model inside its TRILayer network
     (``xlt.models.trilayer.TreLMBackbone``, same call and output)."""
-    from transformers import AutoModel
+    from transformers import AutoConfig, AutoModel
     from transformers.utils import logging as hf_logging
+
+    from xlt.models.families import family_of
 
     folder = resolve(name_or_path)
     hf_logging.disable_progress_bar()  # "Loading weights" of a local folder is noise on every predict / train
-    encoder = AutoModel.from_pretrained(str(folder), add_pooling_layer=False, local_files_only=True)
+    config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    encoder = AutoModel.from_pretrained(str(folder), config=config, local_files_only=True,
+                                        **family_of(config).load_kwargs())
     if (folder / "trelm.json").exists():
         from xlt.models.trilayer import load_trelm_backbone
         encoder = load_trelm_backbone(encoder, folder)
