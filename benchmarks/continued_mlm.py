@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 from xlt.config import find_config, load_config, load_stage_config
-from xlt.evaluate import evaluate_run
+from xlt.evaluation import evaluate_run
 from xlt.stages import run_stage
 from xlt.tasks.intent_slot import IntentSlot
-from xlt.train import clean_checkpoint, train
+from xlt.finetune import clean_checkpoint, train
 
 HERE = Path(__file__).parent
 RUNS = HERE / "runs"

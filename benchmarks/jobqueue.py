@@ -22,8 +22,8 @@ RESULTS = HERE / "results"
 def train_evaluate(cfg, evaluate: bool = True) -> Path:
     """Train (resuming an interrupted run), evaluate on the test sets, drop the resumable checkpoint; a finished run
     is left as it is."""
-    from xlt.evaluate import evaluate_run
-    from xlt.train import clean_checkpoint, train
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import clean_checkpoint, train
 
     done = cfg.run_dir / ("results.json" if evaluate else "train_summary.json")
     if not done.exists():

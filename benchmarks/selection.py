@@ -64,10 +64,10 @@ def run_job(config: str, seed: int, data_dir: str) -> None:
 
     from xlt.config import find_config, load_config
     from xlt.core.context import RunContext
-    from xlt.evaluate import evaluate_run, selection_detail
+    from xlt.evaluation import evaluate_run, selection_detail
     from xlt.pipeline import target_dev_langs
     from xlt.report import write_report
-    from xlt.train import average_states, kept_checkpoints, train
+    from xlt.finetune import average_states, kept_checkpoints, train
 
     cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}", f"output_dir={RUNS}",
                                             f"name={base_name(config, seed)}", "train.keep_checkpoints=true"])

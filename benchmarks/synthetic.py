@@ -180,7 +180,7 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
 
 def run_job(job: str, seed: int, data_dir: str) -> Path:
     from xlt.config import find_config, load_config
-    from xlt.evaluate import evaluate_run
+    from xlt.evaluation import evaluate_run
 
     if job.startswith("pretrain-"):
         stage, variant = job.removeprefix("pretrain-").rsplit("-", 1)

@@ -96,7 +96,7 @@ def chosen_lr(task: str) -> str:
 
 def run_job(name: str, seed: int, data_dir: str) -> Path:
     from xlt.config import find_config, load_config
-    from xlt.evaluate import evaluate_run
+    from xlt.evaluation import evaluate_run
 
     config, extra, evaluate = job_spec(name)
     lr = chosen_lr(name.split("-", 1)[0]) if any("{lr}" in e for e in extra) else ""

@@ -21,7 +21,7 @@ from pathlib import Path
 from jobqueue import train_evaluate
 from xlt.config import find_config, load_config
 from xlt.data.datasets import deduplicate, load_split
-from xlt.evaluate import evaluate_run
+from xlt.evaluation import evaluate_run
 from xlt.tasks.intent_slot import IntentSlot
 from xlt.translate import get_translator
 from xlt.translate.train_data import shipped_bio_violations

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from xlt.config import find_config, load_config, to_dict
-from xlt.evaluate import evaluate_run
+from xlt.evaluation import evaluate_run
 from xlt.tasks.intent_slot import IntentSlot
-from xlt.train import clean_checkpoint, train
+from xlt.finetune import clean_checkpoint, train
 
 METRICS = IntentSlot.metrics
 HERE = Path(__file__).parent

@@ -124,11 +124,11 @@ def tiny_cfg(tiny_data, xlt_home, tmp_path):
 def served(tiny_data, xlt_home, tmp_path_factory):
     """A tiny intent + slot run, its PyTorch predictor and its ONNX export (fp32 + int8)."""
     from xlt.config import find_config, load_config
-    from xlt.evaluate import evaluate_run
+    from xlt.evaluation import evaluate_run
     from xlt.serve.export import export_run
     from xlt.serve.predictor import OnnxPredictor
     from xlt.serve.torch_predictor import TorchPredictor
-    from xlt.train import train
+    from xlt.finetune import train
 
     root = tmp_path_factory.mktemp("serve")
     cfg = load_config(find_config("tiny"), [f"data.data_dir={tiny_data}", f"output_dir={root}", "name=served",
@@ -142,7 +142,7 @@ def served(tiny_data, xlt_home, tmp_path_factory):
 
 
 def setup_run(cfg):
-    """(ctx, method, data, model, tokenizer) of a run config, as ``xlt.train.train`` builds them."""
+    """(ctx, method, data, model, tokenizer) of a run config, as ``xlt.finetune.train`` builds them."""
     from xlt import zoo
     from xlt.core.vocab import prepare_tokenizer
     from xlt.pipeline import build_model, make_run, prepare_data

@@ -20,8 +20,8 @@ def test_a_cached_alignment_is_reused_exactly(tmp_path):
 
 
 def test_a_translate_train_run_records_and_reuses_its_alignment(tiny_cfg, tmp_path):
-    from xlt.evaluate import evaluate_run
-    from xlt.train import train
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import train
 
     common = ["train.method=translate_train", "translation.translator=identity", "translation.extra_parallel=[]",
               "translation.languages=[de]", "train.max_steps=2", "train.eval_every=2",

@@ -60,7 +60,7 @@ def test_method_on_architecture(tiny_cfg, tmp_path, arch, method):
 def test_export_on_architecture(tiny_cfg, tmp_path, arch):
     """A trained run of each family exports to ONNX and the graph predicts what PyTorch predicts."""
     from xlt.serve.export import export_run
-    from xlt.train import train
+    from xlt.finetune import train
 
     run = train(tiny_cfg(f"model.name=tiny-random-{arch}", "train.max_steps=2", "train.eval_every=2"))
     report = export_run(run, tmp_path / "export")
@@ -83,7 +83,7 @@ def test_stage_on_architecture(tmp_path, xlt_home, tiny_cfg, arch, stage):
     encoder, _, _ = zoo.load_encoder(str(out))
     assert family_of(encoder).name == family_of(zoo.load_encoder(model)[0]).name
     method = "tall" if stage == "tall" else "zero_shot"
-    run = __import__("xlt.train", fromlist=["train"]).train(tiny_cfg(
+    run = __import__("xlt.finetune", fromlist=["train"]).train(tiny_cfg(
         f"model.name={out}", f"train.method={method}", "train.max_steps=2", "train.eval_every=2", "name=ft",
         "translation.translator=identity", "translation.extra_parallel=[]", "translation.languages=[de]",
         "data.eval_langs=[en,de]"))

@@ -8,12 +8,12 @@ from tests.conftest import setup_run
 from xlt.core.batching import collate
 from xlt.core.vocab import prepare_tokenizer
 from xlt.errors import ConfigError
-from xlt.evaluate import evaluate_run
+from xlt.evaluation import evaluate_run
 from xlt.losses.alignment import alignment_loss
 from xlt.models.fusion import FusionModel, fusion_encode
 from xlt.pipeline import load_trained, pad_id
 from xlt.tasks import get_task
-from xlt.train import train
+from xlt.finetune import train
 from xlt import zoo
 
 IDENTITY = ["translation.translator=identity", "translation.extra_parallel=[]", "translation.languages=[de]"]

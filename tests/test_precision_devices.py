@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 
 from xlt.errors import XltError
 from xlt.methods import Method
-from xlt.train import train
+from xlt.finetune import train
 
 CUDA = torch.cuda.is_available()
 PRECISIONS = ["bf16", "fp16"] if CUDA else ["bf16"]

@@ -1,7 +1,7 @@
 """One harness over the registry (after AllenNLP's model test case): for every dataset family (task) x every
 method, on tiny-random with an identity translator: two training steps give a finite loss; every trainable
 parameter gets a gradient and no frozen one does; save -> load gives identical predictions; batched and
-one-by-one predictions agree; the method trains and evaluates end to end through ``xlt.train`` / ``evaluate_run``."""
+one-by-one predictions agree; the method trains and evaluates end to end through ``xlt.finetune`` / ``evaluate_run``."""
 import math
 
 import pytest
@@ -11,11 +11,11 @@ from tests.conftest import make_tall_model, setup_run
 from xlt.config import save_config
 from xlt.core import checkpoint
 from xlt.core.batching import collate
-from xlt.evaluate import evaluate_run
+from xlt.evaluation import evaluate_run
 from xlt.methods import METHODS
 from xlt.pipeline import encode_examples, load_trained, pad_id, save_run_meta
 from xlt.predict import predict
-from xlt.train import train
+from xlt.finetune import train
 
 DATASETS = {"xsid": "intent_slot", "xnli": "pair_classification", "pawsx": "pair_classification",
             "panx": "token_classification", "udpos": "token_classification"}

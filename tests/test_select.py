@@ -14,7 +14,7 @@ def weights(folder) -> dict:
 
 
 def test_last_keeps_the_final_step(tiny_cfg):
-    from xlt.train import train
+    from xlt.finetune import train
 
     run = train(tiny_cfg(*COMMON, "train.select=last", "train.keep_checkpoints=true", "name=last"))
     final, best = weights(run / "checkpoints" / "step-6"), weights(run / "best")
@@ -24,8 +24,8 @@ def test_last_keeps_the_final_step(tiny_cfg):
 
 
 def test_average_is_the_mean_of_the_last_k_checkpoints(tiny_cfg):
-    from xlt.evaluate import evaluate_run
-    from xlt.train import train
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import train
 
     kept = train(tiny_cfg(*COMMON, "train.keep_checkpoints=true", "name=all"))
     run = train(tiny_cfg(*COMMON, "train.select=average", "train.average_last=2", "name=avg"))
@@ -39,8 +39,8 @@ def test_average_is_the_mean_of_the_last_k_checkpoints(tiny_cfg):
 
 
 def test_target_dev_selects_on_target_labels_and_says_it_is_not_zero_shot(tiny_cfg):
-    from xlt.evaluate import evaluate_run
-    from xlt.train import train
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import train
 
     run = train(tiny_cfg(*COMMON, "train.select=target_dev", "train.target_dev_langs=[de,ja]", "name=oracle"))
     logged = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
@@ -53,7 +53,7 @@ def test_target_dev_selects_on_target_labels_and_says_it_is_not_zero_shot(tiny_c
 
 def test_target_dev_is_refused_where_selection_cannot_reproduce_test_time(tiny_cfg):
     from xlt.errors import ConfigError
-    from xlt.train import train
+    from xlt.finetune import train
 
     with pytest.raises(ConfigError, match="predicts its own way at test time"):
         train(tiny_cfg(*COMMON, "train.select=target_dev", "train.method=translate_test",
@@ -61,8 +61,8 @@ def test_target_dev_is_refused_where_selection_cannot_reproduce_test_time(tiny_c
 
 
 def test_source_dev_is_the_default_and_zero_shot(tiny_cfg):
-    from xlt.evaluate import evaluate_run
-    from xlt.train import train
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import train
 
     results = evaluate_run(train(tiny_cfg(*COMMON, "name=default")))
     assert results["selection"] == "source-dev" and results["zero_shot_selection"] is True

@@ -167,7 +167,7 @@ def test_server_answers_and_its_limits_return_4xx(served):
 def test_pair_models_take_two_texts(tiny_data, xlt_home, tmp_path):
     from xlt.config import find_config, load_config
     from xlt.serve.torch_predictor import TorchPredictor
-    from xlt.train import train
+    from xlt.finetune import train
 
     cfg = load_config(find_config("tiny"), [f"data.data_dir={tiny_data}", f"output_dir={tmp_path}", "name=pair",
                                             "data.dataset=xnli", "data.eval_langs=[en,de]", "data.train_subset=0",
@@ -189,7 +189,7 @@ def test_tall_models_read_each_inputs_language(tiny_cfg, tmp_path):
     from xlt.errors import ConfigError
     from xlt.serve.export import export_run
     from xlt.serve.torch_predictor import TorchPredictor
-    from xlt.train import train
+    from xlt.finetune import train
 
     run_dir = train(tiny_cfg("train.method=tall", f"model.name={make_tall_model(tmp_path)}", "name=tall-served",
                              "train.max_steps=2", "train.eval_every=2"))
@@ -215,7 +215,7 @@ def test_filter_models_are_served_with_their_translation(tiny_cfg, tmp_path):
     from xlt.serve.export import export_run
     from xlt.serve.predictor import OnnxPredictor
     from xlt.serve.torch_predictor import TorchPredictor
-    from xlt.train import train
+    from xlt.finetune import train
 
     run_dir = train(tiny_cfg("train.method=filter", "name=filter-served", "translation.translator=identity",
                              "translation.extra_parallel=[]", "translation.languages=[de]", "options.local_layers=1",
@@ -237,7 +237,7 @@ def test_translate_test_models_translate_predict_and_align_back(tiny_cfg, tmp_pa
     from xlt.serve.export import export_run
     from xlt.serve.predictor import OnnxPredictor
     from xlt.serve.torch_predictor import TorchPredictor
-    from xlt.train import train
+    from xlt.finetune import train
 
     run_dir = train(tiny_cfg("train.method=translate_test", "name=tt-served", "translation.translator=identity",
                              "translation.extra_parallel=[]", "translation.languages=[de]", "train.max_steps=2",

@@ -14,7 +14,7 @@ from xlt.data.corpora import load_corpus
 from xlt.errors import ConfigError, DataError
 from xlt.losses.mlm import MaskedLanguageModel, mask_tokens
 from xlt.stages import run_stage
-from xlt.train import train
+from xlt.finetune import train
 
 LINES = ["set an alarm for the morning", "play music in berlin", "remind me to call mom tomorrow",
          "the weather is cold", "show all reminders", "明天 早上 七点 的 闹钟", "東京 の 天気", "wecker für morgen"]

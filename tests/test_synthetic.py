@@ -12,13 +12,13 @@ from xlt.config import find_config, load_config, load_stage_config
 from xlt.data.records import SentencePair, TaggedSentence, Utterance
 from xlt.core.vocab import prepare_tokenizer
 from xlt.errors import ConfigError
-from xlt.evaluate import evaluate_run
+from xlt.evaluation import evaluate_run
 from xlt.synthetic import (LETTER_TARGETS, PUNCT_TARGETS, cipher, cipher_map, decipher, from_synthetic, parse,
                            to_synthetic)
 from xlt.synthetic.data import synthetic_example
 from xlt.synthetic.vocab import grow_tokenizer, id_pairs
 from xlt.tasks import get_task
-from xlt.train import train
+from xlt.finetune import train
 from xlt.translate import get_translator
 from xlt.translate.backends import TranslatorUnavailable
 

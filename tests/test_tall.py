@@ -242,7 +242,7 @@ def test_a_tall_run_translates_for_translate_test_from_the_cli(pair_corpus, tmp_
     """README's `xlt eval RUN translation.translator=tall translation.tall_model=TALL_RUN --as translate_test`: an
     English-trained run scores Japanese through the TALL run's ja->en translations."""
     from xlt.cli import main as cli_main
-    from xlt.train import train
+    from xlt.finetune import train
 
     stage = tall_cfg(pair_corpus, tmp_path, "options.max_decode_length=20")
     run_stage(stage)

@@ -9,9 +9,9 @@ from safetensors.torch import load_file
 from tests.conftest import setup_run
 from xlt.cli import main as cli_main
 from xlt.core.batching import collate
-from xlt.evaluate import evaluate_run
+from xlt.evaluation import evaluate_run
 from xlt.pipeline import build_model, load_trained, pad_id
-from xlt.train import train
+from xlt.finetune import train
 
 
 def _setup(cfg):

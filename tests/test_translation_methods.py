@@ -7,10 +7,10 @@ import pytest
 from xlt.cli import main as cli_main
 from xlt.data.records import Utterance
 from xlt.errors import ConfigError, DataError
-from xlt.evaluate import evaluate_run
+from xlt.evaluation import evaluate_run
 from xlt.pipeline import load_train_examples, load_trained, make_run
 from xlt.tasks import get_task
-from xlt.train import train
+from xlt.finetune import train
 from xlt.translate.test_time import translate_test_predict
 from xlt.translate.train_data import shipped_bio_violations
 

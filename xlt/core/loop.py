@@ -1,4 +1,4 @@
-"""The one training loop, shared by fine-tuning (``xlt.train``) and pre-training stages (``xlt.stages``).
+"""The one training loop, shared by fine-tuning (``xlt.finetune``) and pre-training stages (``xlt.stages``).
 
 AdamW (no decay on biases and LayerNorm weights), linear warmup + decay, gradient clipping, evaluation every
 ``eval_every`` steps through a hook (best checkpoint kept, optional early stopping), a resumable checkpoint

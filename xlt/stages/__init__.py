@@ -144,7 +144,7 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
     from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids
     from xlt.data.corpora import load_corpus
     from xlt.models.families import check_supported
-    from xlt.train import check_run_dir
+    from xlt.finetune import check_run_dir
 
     run_dir = cfg.run_dir
     _check_start_from(cfg)  # config errors before any data is read
