@@ -159,8 +159,8 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
             if not mine:  # a last batch smaller than the number of processes
                 state["batch_in_epoch"] += 1
                 continue
+            t0 = time.perf_counter()  # collation counts as training time (as in a DataLoader-fed loop)
             batch = hooks.make_batch(mine, state["step"])
-            t0 = time.perf_counter()
             with accelerator.autocast():  # a no-op unless mixed_precision; covers losses that bypass forward()
                 parts = hooks.loss(model, batch)
             accelerator.backward(parts["loss"])

@@ -1,0 +1,210 @@
+"""Benchmark: fine-tuning speed of xlt against the plain Hugging Face Trainer, side by side in one process (issue 50).
+
+Both train the same encoder with the same two heads (intent: a linear layer on the mean-pooled states; slots: a
+linear layer on each word's first sub-token, as xlt's intent + slot task) on the same xSID English sentences, batch
+size and number of steps, input embeddings frozen in both (xlt's default), AdamW at the same learning rate:
+
+- ``hf_trainer``: ``transformers.Trainer`` with its ordinary settings for this (dynamic padding by the collator,
+  ``train_sampling_strategy="group_by_length"`` (``group_by_length`` before transformers 5), no evaluation, no saving), its ``train_runtime``;
+- ``xlt``: ``xlt.finetune.train`` on the shipped ``xsid-zero-shot`` config (length-bucketed batches, trimmed
+  vocabulary), evaluating once at the end (not timed): the loop's own clock, collation included.
+
+Tokens are the non-padding sub-tokens each trained on.  The machine's fp32 peak is measured with square GEMMs, and
+each variant's model FLOPs per token are 6 x (parameters of the layers) + 12 x layers x hidden x (mean padded
+length) for attention (forward + backward; Kaplan et al. 2020's estimate), so ``fraction_of_peak`` is what share of
+that peak the training reaches (frozen embeddings need no weight gradient; heads are negligible).
+
+    python benchmarks/training_speed.py --data-dir ../shared/data [--steps 100] [--batch-size 32]
+
+Writes benchmarks/results/training-speed.{json,md}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from jobqueue import RESULTS, git_commit  # noqa: E402
+
+from xlt.core.loop import configure_threads, peak_rss_mb  # noqa: E402
+
+
+def gemm_peak(n: int = 2048, repeats: int = 10) -> float:
+    """The best fp32 matmul rate of this machine, FLOP/s (n x n by n x n)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = 0.0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = max(best, 2 * n ** 3 / (time.perf_counter() - t0))
+    return best
+
+
+def flops_per_token(encoder, mean_length: float) -> float:
+    """Forward + backward FLOPs per token of the encoder's layers (embeddings frozen)."""
+    c = encoder.config
+    layer_params = sum(p.numel() for n, p in encoder.named_parameters() if "embeddings" not in n)
+    return 6 * layer_params + 12 * c.num_hidden_layers * c.hidden_size * mean_length
+
+
+class JointModel(nn.Module):
+    """The Hugging Face peer: encoder + intent head (mean pooling) + slot head (first sub-token of each word)."""
+
+    def __init__(self, folder: Path, n_intents: int, n_slots: int) -> None:
+        super().__init__()
+        from transformers import AutoModel
+
+        self.encoder = AutoModel.from_pretrained(str(folder), add_pooling_layer=False)
+        self.encoder.get_input_embeddings().weight.requires_grad_(False)
+        h = self.encoder.config.hidden_size
+        self.intent, self.slots = nn.Linear(h, n_intents), nn.Linear(h, n_slots)
+
+    def forward(self, input_ids, attention_mask, intent_labels, slot_labels):
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1)
+        loss = nn.functional.cross_entropy(self.intent(pooled), intent_labels)
+        loss = loss + nn.functional.cross_entropy(self.slots(hidden).flatten(0, 1), slot_labels.flatten(),
+                                                  ignore_index=-100)
+        return {"loss": loss}
+
+
+def hf_rows(items: list, labels: dict) -> list[dict]:
+    """xlt's encoded training items (full vocabulary) as the Trainer's rows: slot label on each word's first
+    sub-token, -100 elsewhere."""
+    rows = []
+    for e in items:
+        slots = [-100] * len(e.input_ids)
+        for pos, tag in zip(e.word_positions, e.labels["slots"]):
+            slots[pos] = tag
+        rows.append({"input_ids": e.input_ids, "intent_labels": e.labels["intent"], "slot_labels": slots})
+    return rows
+
+
+def run_hf(folder: Path, rows: list[dict], n_intents: int, n_slots: int, pad: int, steps: int, batch_size: int,
+           lr: float, seed: int) -> dict:
+    from transformers import Trainer, TrainingArguments
+
+    seen = {"tokens": 0, "padded": 0}
+
+    def collate(batch: list[dict]) -> dict:
+        T = max(len(r["input_ids"]) for r in batch)
+        ids = torch.full((len(batch), T), pad)
+        mask, slots = torch.zeros_like(ids), torch.full_like(ids, -100)
+        for i, r in enumerate(batch):
+            n = len(r["input_ids"])
+            ids[i, :n], mask[i, :n], slots[i, :n] = torch.tensor(r["input_ids"]), 1, torch.tensor(r["slot_labels"])
+        seen["tokens"] += int(mask.sum())
+        seen["padded"] += ids.numel()
+        return {"input_ids": ids, "attention_mask": mask, "slot_labels": slots,
+                "intent_labels": torch.tensor([r["intent_labels"] for r in batch])}
+
+    torch.manual_seed(seed)
+    model = JointModel(folder, n_intents, n_slots)
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size, max_steps=steps,
+                                 learning_rate=lr, warmup_steps=0.1, weight_decay=0.01,
+                                 train_sampling_strategy="group_by_length",
+                                 save_strategy="no", eval_strategy="no",
+                                 logging_strategy="no", report_to=[], use_cpu=not torch.cuda.is_available(),
+                                 dataloader_num_workers=0, seed=seed, disable_tqdm=True)
+        trainer = Trainer(model=model, args=args, train_dataset=_ListDataset(rows), data_collator=collate)
+        metrics = trainer.train().metrics
+    seconds = metrics["train_runtime"]
+    return {"seconds": seconds, "tokens": seen["tokens"], "mean_padded_length": seen["padded"] / (steps * batch_size),
+            "encoder": model.encoder}
+
+
+class _ListDataset(torch.utils.data.Dataset):
+    def __init__(self, rows: list[dict]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.rows[i]
+
+
+def run_xlt(config: str, overrides: list[str]) -> dict:
+    from xlt.config import find_config, load_config
+    from xlt.finetune import train
+
+    with tempfile.TemporaryDirectory() as out:
+        cfg = load_config(find_config(config), [*overrides, f"output_dir={out}", "name=speed"])
+        summary = json.loads((train(cfg) / "train_summary.json").read_text())
+        log = [json.loads(x) for x in (cfg.run_dir / "metrics.jsonl").read_text().splitlines()]
+    return {"seconds": summary["train_seconds"], "tokens": summary["train_tokens"], "log": log[-1]}
+
+
+def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", config: str = "xsid-zero-shot",
+         extra: list[str] | None = None, results: Path = RESULTS) -> dict:
+    """``model`` / ``config`` / ``extra`` overrides / ``results`` folder: the smoke test's tiny model."""
+    from xlt import zoo
+    from xlt.config import find_config, load_config
+    from xlt.core.vocab import prepare_tokenizer
+    from xlt.pipeline import make_run, pad_id, prepare_data
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    threads = configure_threads(0)
+    common = [f"data.data_dir={args.data_dir}", f"model.name={model}", f"train.batch_size={args.batch_size}",
+              f"train.max_steps={args.steps}", f"train.eval_every={args.steps}", f"train.seed={args.seed}",
+              "data.eval_langs=[en]", *(extra or [])]
+    # the Trainer's data: the same sentences, encoded by xlt over the full vocabulary
+    cfg = load_config(find_config(config), [*common, "model.trim_vocab=false"])
+    ctx, method = make_run(cfg)
+    folder = zoo.resolve(cfg.model.name)
+    ctx.tokenizer = prepare_tokenizer(zoo.load_tokenizer(folder))
+    data = prepare_data(ctx, method)
+    rows = hf_rows(data.train, data.labels)
+    peak = gemm_peak()
+    measured = []
+    hf = run_hf(folder, rows, len(data.labels["intents"]), len(data.labels["slots"]), pad_id(ctx.tokenizer, None),
+                args.steps, args.batch_size, cfg.train.lr, args.seed)
+    per_token = flops_per_token(hf.pop("encoder"), hf["mean_padded_length"])
+    measured.append(("hf_trainer", hf, peak_rss_mb()))
+    measured.append(("xlt", run_xlt(config, common), peak_rss_mb()))
+    rows_out = []
+    for variant, r, rss in measured:
+        tps = r["tokens"] / r["seconds"]
+        rows_out.append({"variant": variant, "device": "cuda" if torch.cuda.is_available() else "cpu",
+                         "threads": threads, "steps": args.steps, "batch_size": args.batch_size,
+                         "tokens": r["tokens"], "tokens_per_second": round(tps, 1),
+                         "seconds_per_step": round(r["seconds"] / args.steps, 4),
+                         "flops_per_token": per_token, "fraction_of_peak": round(tps * per_token / peak, 3),
+                         "peak_rss_mb": round(rss)})
+    speedup = rows_out[1]["tokens_per_second"] / rows_out[0]["tokens_per_second"]
+    out = {"benchmark": "training-speed", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "git_commit": git_commit(), "machine": f"{threads} CPU threads" if not torch.cuda.is_available() else
+           torch.cuda.get_device_name(), "model": model, "fp32_gemm_peak_flops": peak,
+           "xlt_speedup_over_hf_trainer": round(speedup, 2),
+           "notes": "xSID en, intent + slot heads, embeddings frozen, same steps and batch size; tokens = non-pad "
+                    "sub-tokens; FLOPs per token = 6 x layer parameters + attention (padded length of the HF "
+                    "batches); peak = best 2048^3 fp32 GEMM rate. peak_rss_mb is the process's peak so far (the "
+                    "HF Trainer ran first).", "rows": rows_out}
+    (results / "training-speed.json").write_text(json.dumps(out, indent=1) + "\n")
+    lines = ["| variant | tokens/s | s/step | fraction of fp32 peak | peak RSS MB |", "|---|---|---|---|---|"]
+    lines += [f"| {r['variant']} | {r['tokens_per_second']} | {r['seconds_per_step']} | {r['fraction_of_peak']} | "
+              f"{r['peak_rss_mb']} |" for r in rows_out]
+    lines.append(f"\nxlt / HF Trainer: {speedup:.2f}x; fp32 GEMM peak {peak / 1e9:.1f} GFLOP/s; "
+                 f"{per_token / 1e6:.1f} MFLOP per token")
+    (results / "training-speed.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+"""benchmarks/training_speed.py on tiny-random: both variants train on the same sentences and the file has the
+rows the issue asks for (the numbers themselves come from the real model, on the real machine)."""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import training_speed  # noqa: E402
+
+
+def test_side_by_side_rows(tiny_data, xlt_home, tmp_path):
+    out = training_speed.main(["--data-dir", str(tiny_data), "--steps", "3", "--batch-size", "4"],
+                              model="tiny-random", config="tiny", extra=["data.train_subset=0", "data.dedup=false"],
+                              results=tmp_path)
+    rows = {r["variant"]: r for r in json.loads((tmp_path / "training-speed.json").read_text())["rows"]}
+    assert set(rows) == {"hf_trainer", "xlt"} and out["fp32_gemm_peak_flops"] > 0
+    for r in rows.values():
+        assert r["steps"] == 3 and r["batch_size"] == 4 and r["tokens_per_second"] > 0 and r["peak_rss_mb"] > 0
+        assert r["tokens"] >= 3 * 4 * 3  # non-pad sub-tokens of 3 batches of 4 utterances (<s> word </s> at least)
+    assert rows["hf_trainer"]["flops_per_token"] == rows["xlt"]["flops_per_token"] > 0
