@@ -14,6 +14,10 @@ each variant's model FLOPs per token are 6 x (parameters of the layers) + 12 x l
 length) for attention (forward + backward; Kaplan et al. 2020's estimate), so ``fraction_of_peak`` is what share of
 that peak the training reaches (frozen embeddings need no weight gradient; heads are negligible).
 
+Continued MLM likewise: xlt's ``pretrain-mlm-ja`` stage (its all-parameters phase, timed) against a plain
+``transformers`` MLM Trainer (``AutoModelForMaskedLM`` + ``DataCollatorForLanguageModeling``) on the same token
+sequences, batch size, steps and learning rate.
+
     python benchmarks/training_speed.py --data-dir ../shared/data [--steps 100] [--batch-size 32]
 
 Writes benchmarks/results/training-speed.{json,md}.
@@ -134,6 +138,55 @@ class _ListDataset(torch.utils.data.Dataset):
         return self.rows[i]
 
 
+def run_hf_mlm(folder: Path, sequences: list[list[int]], steps: int, batch_size: int, lr: float, seed: int) -> dict:
+    """A plain ``transformers`` MLM Trainer (AutoModelForMaskedLM: the tied head over every position and the full
+    vocabulary, as it ships; DataCollatorForLanguageModeling, 15 %) on the same token sequences."""
+    from transformers import (AutoModelForMaskedLM, DataCollatorForLanguageModeling, PreTrainedTokenizerFast, Trainer,
+                              TrainingArguments)
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), mask_token="<mask>",
+                                        pad_token="<pad>", cls_token="<s>", sep_token="</s>", unk_token="<unk>")
+    base = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+    seen = {"tokens": 0}
+
+    def collate(batch: list[dict]) -> dict:
+        out = base(batch)
+        seen["tokens"] += int(out["attention_mask"].sum())
+        return out
+
+    torch.manual_seed(seed)
+    model = AutoModelForMaskedLM.from_pretrained(str(folder))
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size, max_steps=steps,
+                                 learning_rate=lr, warmup_steps=0.1, weight_decay=0.01,
+                                 train_sampling_strategy="group_by_length", save_strategy="no", eval_strategy="no",
+                                 logging_strategy="no", report_to=[], use_cpu=not torch.cuda.is_available(),
+                                 dataloader_num_workers=0, seed=seed, disable_tqdm=True)
+        rows = _ListDataset([{"input_ids": s} for s in sequences])
+        metrics = Trainer(model=model, args=args, train_dataset=rows, data_collator=collate).train().metrics
+    return {"seconds": metrics["train_runtime"], "tokens": seen["tokens"]}
+
+
+def run_xlt_mlm(overrides: list[str]) -> tuple[dict, list[list[int]], Path, float]:
+    """xlt's continued-MLM stage: a 1-step head phase, then the timed all-parameters phase.  Also returns the
+    corpus's training sequences (full vocabulary) for the peer, the model folder and the phase's learning rate."""
+    from xlt import zoo
+    from xlt.config import find_config, load_stage_config
+    from xlt.core.vocab import prepare_tokenizer
+    from xlt.data.corpora import load_corpus
+    from xlt.stages import run_stage
+
+    with tempfile.TemporaryDirectory() as out:
+        cfg = load_stage_config(find_config("pretrain-mlm-ja"), [*overrides, f"output_dir={out}", "name=mlm-speed"])
+        folder = zoo.resolve(cfg.model.name)
+        tokenizer = prepare_tokenizer(zoo.load_tokenizer(folder))
+        corpus = load_corpus(cfg.corpus, tokenizer, folder / "tokenizer.json", zoo.xlt_home() / "corpora")
+        run_stage(cfg)
+        summary = json.loads((cfg.run_dir / "phase2-all" / "summary.json").read_text())
+    return ({"seconds": summary["train_seconds"], "tokens": summary["train_tokens"]}, corpus.train, folder,
+            cfg.phases[1].lr)
+
+
 def run_xlt(config: str, overrides: list[str]) -> dict:
     from xlt.config import find_config, load_config
     from xlt.finetune import train
@@ -146,7 +199,7 @@ def run_xlt(config: str, overrides: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", config: str = "xsid-zero-shot",
-         extra: list[str] | None = None, results: Path = RESULTS) -> dict:
+         extra: list[str] | None = None, results: Path = RESULTS, mlm_extra: list[str] | None = None) -> dict:
     """``model`` / ``config`` / ``extra`` overrides / ``results`` folder: the smoke test's tiny model."""
     from xlt import zoo
     from xlt.config import find_config, load_config
@@ -174,23 +227,38 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     measured = []
     hf = run_hf(folder, rows, len(data.labels["intents"]), len(data.labels["slots"]), pad_id(ctx.tokenizer, None),
                 args.steps, args.batch_size, cfg.train.lr, args.seed)
-    per_token = flops_per_token(hf.pop("encoder"), hf["mean_padded_length"])
+    encoder = hf.pop("encoder")
+    per_token = {"intent_slot": flops_per_token(encoder, hf["mean_padded_length"])}
     measured.append(("hf_trainer", hf, peak_rss_mb()))
     measured.append(("xlt", run_xlt(config, common), peak_rss_mb()))
+    mlm = [f"corpus.data_dir={args.data_dir}", f"model.name={model}", "phases.0.steps=1", "phases.0.eval_every=1",
+           f"phases.1.steps={args.steps}", f"phases.1.eval_every={args.steps}",
+           f"phases.1.batch_size={args.batch_size}", "options.eval_sequences=8", "options.pppl_sequences=2",
+           *(mlm_extra or [])]
+    xlt_mlm, sequences, mlm_folder, mlm_lr = run_xlt_mlm(mlm)
+    # the MLM rows: the encoder's layers only (the output layer's cost depends on how many positions and vocabulary
+    # rows a trainer scores: xlt the masked ones over the corpus's kept ids, the HF head every position)
+    per_token["mlm"] = flops_per_token(encoder, sum(map(len, sequences)) / len(sequences))
+    measured.append(("xlt_mlm", xlt_mlm, peak_rss_mb()))
+    measured.append(("hf_trainer_mlm", run_hf_mlm(mlm_folder, sequences, args.steps, args.batch_size, mlm_lr,
+                                                  args.seed), peak_rss_mb()))
     rows_out = []
     for variant, r, rss in measured:
-        tps = r["tokens"] / r["seconds"]
-        rows_out.append({"variant": variant, "device": "cuda" if torch.cuda.is_available() else "cpu",
+        tps, task = r["tokens"] / r["seconds"], "mlm" if variant.endswith("mlm") else "intent_slot"
+        rows_out.append({"variant": variant, "task": task,
+                         "device": "cuda" if torch.cuda.is_available() else "cpu",
                          "threads": threads, "steps": args.steps, "batch_size": args.batch_size,
                          "tokens": r["tokens"], "tokens_per_second": round(tps, 1),
                          "seconds_per_step": round(r["seconds"] / args.steps, 4),
-                         "flops_per_token": per_token, "fraction_of_peak": round(tps * per_token / peak, 3),
+                         "flops_per_token": per_token[task],
+                         "fraction_of_peak": round(tps * per_token[task] / peak, 3),
                          "peak_rss_mb": round(rss)})
-    speedup = rows_out[1]["tokens_per_second"] / rows_out[0]["tokens_per_second"]
+    tps = {r["variant"]: r["tokens_per_second"] for r in rows_out}
+    speedup, mlm_speedup = tps["xlt"] / tps["hf_trainer"], tps["xlt_mlm"] / tps["hf_trainer_mlm"]
     out = {"benchmark": "training-speed", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "git_commit": git_commit(), "machine": f"{threads} CPU threads" if not torch.cuda.is_available() else
            torch.cuda.get_device_name(), "model": model, "fp32_gemm_peak_flops": peak,
-           "xlt_speedup_over_hf_trainer": round(speedup, 2),
+           "xlt_speedup_over_hf_trainer": round(speedup, 2), "xlt_mlm_speedup_over_hf_trainer": round(mlm_speedup, 2),
            "notes": "xSID en, intent + slot heads, embeddings frozen, same steps and batch size; tokens = non-pad "
                     "sub-tokens; FLOPs per token = 6 x layer parameters + attention (padded length of the HF "
                     "batches); peak = best 2048^3 fp32 GEMM rate. peak_rss_mb is the process's peak so far (the "
@@ -199,8 +267,8 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     lines = ["| variant | tokens/s | s/step | fraction of fp32 peak | peak RSS MB |", "|---|---|---|---|---|"]
     lines += [f"| {r['variant']} | {r['tokens_per_second']} | {r['seconds_per_step']} | {r['fraction_of_peak']} | "
               f"{r['peak_rss_mb']} |" for r in rows_out]
-    lines.append(f"\nxlt / HF Trainer: {speedup:.2f}x; fp32 GEMM peak {peak / 1e9:.1f} GFLOP/s; "
-                 f"{per_token / 1e6:.1f} MFLOP per token")
+    lines.append(f"\nxlt / HF Trainer: fine-tuning {speedup:.2f}x, continued MLM {mlm_speedup:.2f}x; fp32 GEMM peak {peak / 1e9:.1f} GFLOP/s; "
+                 f"{per_token['intent_slot'] / 1e6:.1f} MFLOP per token (fine-tuning)")
     (results / "training-speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return out
