@@ -12,7 +12,7 @@ def test_side_by_side_rows(tiny_data, xlt_home, tmp_path):
     corpus = tmp_path / "text" / "mono" / "xx"
     corpus.mkdir(parents=True, exist_ok=True)
     (corpus / "a.txt").write_text("set an alarm for the morning\nplay music in berlin\nthe weather is cold\n" * 8)
-    out = training_speed.main(["--data-dir", str(tiny_data), "--steps", "3", "--batch-size", "4"],
+    out = training_speed.main(["--data-dir", str(tiny_data), "--steps", "3", "--mlm-steps", "3", "--batch-size", "4"],
                               model="tiny-random", config="tiny", extra=["data.train_subset=0", "data.dedup=false"],
                               results=tmp_path, mlm_extra=[f"corpus.data_dir={tmp_path / 'text'}", "corpus.files=[mono/xx/*.txt]", "corpus.heldout_lines=2",
                                                            "phases.0.batch_size=4"])
