@@ -20,7 +20,7 @@ sequences, batch size, steps and learning rate.
 
     python benchmarks/training_speed.py --data-dir ../shared/data [--steps 100] [--batch-size 32]
 
-Writes benchmarks/results/training-speed.{json,md}.
+Writes benchmarks/results/training-speed.{json,md} (with --precision / --compile: training-speed-PRECISION[-compile]).
 """
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def hf_rows(items: list, labels: dict) -> list[dict]:
 
 
 def run_hf(folder: Path, rows: list[dict], n_intents: int, n_slots: int, pad: int, steps: int, batch_size: int,
-           lr: float, seed: int) -> dict:
+           lr: float, seed: int, precision: str = "fp32", compile: bool = False) -> dict:
     from transformers import Trainer, TrainingArguments
 
     seen = {"tokens": 0, "padded": 0}
@@ -119,7 +119,8 @@ def run_hf(folder: Path, rows: list[dict], n_intents: int, n_slots: int, pad: in
                                  train_sampling_strategy="group_by_length",
                                  save_strategy="no", eval_strategy="no",
                                  logging_strategy="no", report_to=[], use_cpu=not torch.cuda.is_available(),
-                                 dataloader_num_workers=0, seed=seed, disable_tqdm=True)
+                                 dataloader_num_workers=0, seed=seed, disable_tqdm=True,
+                                 bf16=precision == "bf16", fp16=precision == "fp16", torch_compile=compile)
         trainer = Trainer(model=model, args=args, train_dataset=_ListDataset(rows), data_collator=collate)
         metrics = trainer.train().metrics
     seconds = metrics["train_runtime"]
@@ -138,7 +139,8 @@ class _ListDataset(torch.utils.data.Dataset):
         return self.rows[i]
 
 
-def run_hf_mlm(folder: Path, sequences: list[list[int]], steps: int, batch_size: int, lr: float, seed: int) -> dict:
+def run_hf_mlm(folder: Path, sequences: list[list[int]], steps: int, batch_size: int, lr: float, seed: int,
+               precision: str = "fp32") -> dict:
     """A plain ``transformers`` MLM Trainer (AutoModelForMaskedLM: the tied head over every position and the full
     vocabulary, as it ships; DataCollatorForLanguageModeling, 15 %) on the same token sequences."""
     from transformers import (AutoModelForMaskedLM, DataCollatorForLanguageModeling, PreTrainedTokenizerFast, Trainer,
@@ -161,7 +163,8 @@ def run_hf_mlm(folder: Path, sequences: list[list[int]], steps: int, batch_size:
                                  learning_rate=lr, warmup_steps=0.1, weight_decay=0.01,
                                  train_sampling_strategy="group_by_length", save_strategy="no", eval_strategy="no",
                                  logging_strategy="no", report_to=[], use_cpu=not torch.cuda.is_available(),
-                                 dataloader_num_workers=0, seed=seed, disable_tqdm=True)
+                                 dataloader_num_workers=0, seed=seed, disable_tqdm=True,
+                                 bf16=precision == "bf16", fp16=precision == "fp16")
         rows = _ListDataset([{"input_ids": s} for s in sequences])
         metrics = Trainer(model=model, args=args, train_dataset=rows, data_collator=collate).train().metrics
     return {"seconds": metrics["train_runtime"], "tokens": seen["tokens"]}
@@ -212,12 +215,17 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--mlm-steps", type=int, default=30, help="steps of each MLM trainer (the HF head scores every "
                     "position over the full vocabulary: seconds per step on a CPU)")
+    ap.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                    help="autocast of both trainers (xlt: train.mixed_precision; HF: bf16 / fp16)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile in both (xlt: train.compile; HF: "
+                    "torch_compile)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     threads = configure_threads(0)
     common = [f"data.data_dir={args.data_dir}", f"model.name={model}", f"train.batch_size={args.batch_size}",
               f"train.max_steps={args.steps}", f"train.eval_every={args.steps}", f"train.seed={args.seed}",
-              "data.eval_langs=[en]", *(extra or [])]
+              "data.eval_langs=[en]", f"train.mixed_precision={args.precision}",
+              f"train.compile={str(args.compile).lower()}", *(extra or [])]
     # the Trainer's data: the same sentences, encoded by xlt over the full vocabulary
     cfg = load_config(find_config(config), [*common, "model.trim_vocab=false"])
     ctx, method = make_run(cfg)
@@ -228,12 +236,13 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     peak = gemm_peak()
     measured = []
     hf = run_hf(folder, rows, len(data.labels["intents"]), len(data.labels["slots"]), pad_id(ctx.tokenizer, None),
-                args.steps, args.batch_size, cfg.train.lr, args.seed)
+                args.steps, args.batch_size, cfg.train.lr, args.seed, args.precision, args.compile)
     encoder = hf.pop("encoder")
     per_token = {"intent_slot": flops_per_token(encoder, hf["mean_padded_length"])}
     measured.append(("hf_trainer", hf, peak_rss_mb()))
     measured.append(("xlt", run_xlt(config, common), peak_rss_mb()))
     mlm = [f"corpus.data_dir={args.data_dir}", f"model.name={model}", "phases.0.steps=1", "phases.0.eval_every=1",
+           f"mixed_precision={args.precision}",
            f"phases.1.steps={args.mlm_steps}", f"phases.1.eval_every={args.mlm_steps}",
            f"phases.1.batch_size={args.batch_size}", "options.eval_sequences=8", "options.pppl_sequences=2",
            *(mlm_extra or [])]
@@ -243,12 +252,13 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     per_token["mlm"] = flops_per_token(encoder, sum(map(len, sequences)) / len(sequences))
     measured.append(("xlt_mlm", xlt_mlm, peak_rss_mb()))
     measured.append(("hf_trainer_mlm", run_hf_mlm(mlm_folder, sequences, args.mlm_steps, args.batch_size, mlm_lr,
-                                                  args.seed), peak_rss_mb()))
+                                                  args.seed, args.precision), peak_rss_mb()))
     rows_out = []
     for variant, r, rss in measured:
         tps, task = r["tokens"] / r["seconds"], "mlm" if variant.endswith("mlm") else "intent_slot"
         steps = args.mlm_steps if task == "mlm" else args.steps
-        rows_out.append({"variant": variant, "task": task,
+        rows_out.append({"variant": variant, "task": task, "precision": args.precision,
+                         "compile": args.compile and task != "mlm",
                          "device": "cuda" if torch.cuda.is_available() else "cpu",
                          "threads": threads, "steps": steps, "batch_size": args.batch_size,
                          "tokens": r["tokens"], "tokens_per_second": round(tps, 1),
@@ -266,13 +276,15 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
                     "sub-tokens; FLOPs per token = 6 x layer parameters + attention (padded length of the HF "
                     "batches); peak = best 2048^3 fp32 GEMM rate. peak_rss_mb is the process's peak so far (the "
                     "HF Trainer ran first).", "rows": rows_out}
-    (results / "training-speed.json").write_text(json.dumps(out, indent=1) + "\n")
+    name = "training-speed" + ("" if args.precision == "fp32" and not args.compile else
+                               f"-{args.precision}{'-compile' if args.compile else ''}")
+    (results / f"{name}.json").write_text(json.dumps(out, indent=1) + "\n")
     lines = ["| variant | tokens/s | s/step | fraction of fp32 peak | peak RSS MB |", "|---|---|---|---|---|"]
     lines += [f"| {r['variant']} | {r['tokens_per_second']} | {r['seconds_per_step']} | {r['fraction_of_peak']} | "
               f"{r['peak_rss_mb']} |" for r in rows_out]
     lines.append(f"\nxlt / HF Trainer: fine-tuning {speedup:.2f}x, continued MLM {mlm_speedup:.2f}x; fp32 GEMM peak {peak / 1e9:.1f} GFLOP/s; "
                  f"{per_token['intent_slot'] / 1e6:.1f} MFLOP per token (fine-tuning)")
-    (results / "training-speed.md").write_text("\n".join(lines) + "\n")
+    (results / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return out
 

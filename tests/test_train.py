@@ -136,3 +136,12 @@ def test_halve_on_plateau_restores_the_best_model_and_halves_the_rate(tiny_cfg):
     assert best.keys() == last.keys() and all(torch.equal(best[k], last[k]) for k in best)
     summary = json.loads((run_dir / "train_summary.json").read_text())
     assert summary["stopped_early"] and summary["step"] < 40
+
+
+@pytest.mark.slow  # inductor compiles the model first: about a minute on 2 cores
+def test_a_compiled_run_trains_saves_and_loads_like_any_other(tiny_cfg):
+    from xlt.evaluation import evaluate_run
+
+    run = train(tiny_cfg("train.compile=true", "train.max_steps=2", "train.eval_every=2", "name=compiled"))
+    results = evaluate_run(run)  # a fresh, uncompiled model loads the checkpoint: same keys
+    assert set(results["per_language"]) == {"en", "de", "ja"}

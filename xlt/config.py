@@ -105,6 +105,9 @@ class TrainConfig:
     # dynamic loss scaling, its state kept in the checkpoint); weights, optimizer state and checkpoints stay fp32.
     # ("fp32", not accelerate's "no": YAML reads a bare no as false)
     mixed_precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    # torch.compile the model (dynamic shapes: every length bucket pads to its own length); the first steps pay the
+    # compilation; benchmarks/training_speed.py --compile measures whether it pays
+    compile: bool = False
     bucket_size: int = positive(50)  # batches per length-sorted bucket (dynamic padding)
     # which model the run keeps as best/ (what evaluation, export and prediction use).  source_dev: the evaluated
     # checkpoint with the best source-language dev score (zero-shot); last: the final step; average: the uniform

@@ -68,6 +68,8 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None, o
     ctx.tokenizer = prepare_tokenizer(zoo.load_tokenizer(zoo.resolve(cfg.model.name)))
     data = prepare_data(ctx, method)
     model, tokenizer = build_model(ctx, method, data.labels, data.trim)
+    if cfg.train.compile:
+        model.compile(dynamic=True)  # in place: state_dict keys (checkpoints) stay as they are
     pad = pad_id(tokenizer, data.trim)
     method.before_training(data, pad)
     if accelerator.is_main_process:
