@@ -45,7 +45,9 @@ class MaskedLanguageModel(nn.Module):
     @classmethod
     def for_encoder(cls, config) -> "MaskedLanguageModel":
         """The head for an encoder's ``config`` (its width, LayerNorm epsilon and embedding width)."""
-        return cls(config.hidden_size, getattr(config, "layer_norm_eps", 1e-12), getattr(config, "embedding_size", None))
+        from xlt.models.families import layer_norm_eps
+
+        return cls(config.hidden_size, layer_norm_eps(config), getattr(config, "embedding_size", None))
 
     def resize(self, vocab_size: int) -> "MaskedLanguageModel":
         self.bias = nn.Parameter(torch.zeros(vocab_size))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from xlt.errors import ConfigError
 from xlt.methods import Method
 from xlt.models.decoder import TiedDecoder
+from xlt.models.families import layer_norm_eps
 from xlt.models.encoder_decoder import EncoderDecoderTaskModel
 
 
@@ -57,7 +58,7 @@ class Tall(Method):
         from xlt import zoo
 
         decoder = TiedDecoder.load(zoo.resolve(self.cfg.model.name), encoder.config.hidden_size,
-                                   getattr(encoder.config, "layer_norm_eps", 1e-12))
+                                   layer_norm_eps(encoder.config))
         decoder.bias.requires_grad_(False)  # the output projection's bias: NLU never reads the decoder's logits
         heads = self.task.heads(encoder.config.hidden_size, labels, self.cfg.model.pooling, self.cfg.model.dropout)
         languages = decoder.settings.languages

@@ -134,16 +134,16 @@ def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
     from xlt.errors import ConfigError
     from xlt.models.families import family_of
 
-    c, s = encoder.config, decoder.settings
-    reason = family_of(encoder).why_not("decoder_init", "encoder", c)
+    c, s, family = encoder.config, decoder.settings, family_of(encoder)
+    reason = family.why_not("decoder_init", "encoder", c)
     if reason:
         raise ConfigError(f"decoder_init=encoder cannot run on {c.model_type}: {reason}")
-    layers = family_of(encoder).layers(encoder)
+    layers = family.layers(encoder)
     if s.heads != c.num_attention_heads or s.ffn != c.intermediate_size or s.layers > len(layers):
         raise ConfigError(f"decoder_init=encoder: the decoder must have the encoder's heads ({c.num_attention_heads})"
                           f" and feed-forward size ({c.intermediate_size}) and at most its {len(layers)} layers; "
                           f"got heads {s.heads}, ffn {s.ffn}, layers {s.layers}")
-    emb, offset = encoder.embeddings, family_of(encoder).position_offset  # RoBERTa: position 0 is row 2
+    emb, offset = encoder.embeddings, family.position_offset  # RoBERTa: position 0 is row 2
     n = min(s.max_positions, emb.position_embeddings.weight.shape[0] - offset)
     extra = emb.token_type_embeddings.weight[0] if hasattr(emb, "token_type_embeddings") else 0.0
     decoder.positions.weight[:n] = emb.position_embeddings.weight[offset:offset + n] + extra

@@ -132,6 +132,20 @@ def family_of(model_or_config) -> Family:
     return BY_TYPE[model_type]
 
 
+def load_pretrained(folder: Path) -> nn.Module:
+    """The Hugging Face encoder of a model folder, without a pooling layer where the family has one."""
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    return AutoModel.from_pretrained(str(folder), config=config, local_files_only=True,
+                                     **family_of(config).load_kwargs())
+
+
+def layer_norm_eps(config) -> float:
+    """The encoder's LayerNorm epsilon (DistilBERT's config has none: its LayerNorms use 1e-12)."""
+    return getattr(config, "layer_norm_eps", 1e-12)
+
+
 def check_supported(folder: Path, kind: str, name: str) -> None:
     """Raise ConfigError (one line) when the model in ``folder`` cannot run ``kind`` (method / stage) ``name``;
     reads config.json only, so it runs before any data or weights are loaded."""

@@ -29,6 +29,7 @@ from xlt.core.vocab import token_id
 from xlt.errors import ConfigError
 from xlt.losses.seq2seq import BackTranslation, DenoisingAutoEncoder, add_noise
 from xlt.models.decoder import DecoderSettings, TiedDecoder, init_from_encoder
+from xlt.models.families import layer_norm_eps
 from xlt.stages import PretrainModel, Stage
 from xlt.stages.translation_eval import TranslationEval, read_lines
 
@@ -101,7 +102,7 @@ class Tall(Stage):
         settings = DecoderSettings(o.decoder_layers, o.decoder_heads, o.decoder_ffn, o.decoder_dropout,
                                    # as many positions as the encoder: fine-tuning reads whole utterances
                                    max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages))
-        decoder = TiedDecoder(c.hidden_size, self.vocab, settings, getattr(c, "layer_norm_eps", 1e-12))
+        decoder = TiedDecoder(c.hidden_size, self.vocab, settings, layer_norm_eps(c))
         if o.decoder_init == "encoder":
             init_from_encoder(decoder, encoder)
         return {"decoder": decoder}

@@ -127,10 +127,9 @@ def has_vocabulary(folder: Path, base: str, current: bool = False) -> bool:
 def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict:
     """Write ``target``: ``source`` with the synthetic vocabulary of ``base`` added (tokenizer + embeddings)."""
     import torch
-    from transformers import AutoConfig, AutoModel
     from transformers.utils import logging as hf_logging
 
-    from xlt.models.families import family_of
+    from xlt.models.families import load_pretrained
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()  # the resize notice is stated in synthetic.json ("init") instead
@@ -140,9 +139,7 @@ def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict
         if f.is_file() and f.name not in ("model.safetensors", "config.json", "tokenizer.json", MARKER):
             shutil.copy2(f, target / f.name)
     (target / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
-    config = AutoConfig.from_pretrained(str(source), local_files_only=True)
-    encoder = AutoModel.from_pretrained(str(source), config=config, local_files_only=True,
-                                        **family_of(config).load_kwargs())
+    encoder = load_pretrained(source)
     old = encoder.get_input_embeddings().weight.shape[0]
     new_size = max(old, max(n for _, n in pairs) + 1)
     encoder.resize_token_embeddings(new_size, mean_resizing=False)

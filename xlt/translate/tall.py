@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from xlt.errors import ConfigError, DataError
+from xlt.models.families import layer_norm_eps
 from xlt.translate.backends import TranslatorUnavailable
 
 
@@ -47,7 +48,7 @@ class TallTranslator:
         self.encoder = encoder.eval().to(self.device)
         self.tokenizer = prepare_tokenizer(tokenizer)
         decoder = TiedDecoder.load(folder, encoder.config.hidden_size,
-                                   getattr(encoder.config, "layer_norm_eps", 1e-12))
+                                   layer_norm_eps(encoder.config))
         self.languages = list(decoder.settings.languages)
         allowed = load_file(str(folder / "decoder_vocab.safetensors"))["allowed"].bool()
         self.bos, self.eos, self.pad = (token_id(self.tokenizer, t) for t in ("<s>", "</s>", "<pad>"))

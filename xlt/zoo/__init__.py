@@ -119,13 +119,19 @@ def prepare(name: str, force: bool = False) -> Path:
     target = model_dir(name)
     if is_prepared(name) and not force:
         return target
+    return _build_atomically(target, ZOO[name].build, lambda _: False)
+
+
+def _build_atomically(target: Path, build: Callable[[Path], None], ready: Callable[[Path], bool]) -> Path:
+    """``build`` a folder in a temp folder beside ``target`` and move it into place (replacing what was there),
+    unless another process made ``target`` ``ready`` meanwhile."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        ZOO[name].build(tmp)
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
+        build(tmp)
+        if not ready(target):
+            shutil.rmtree(target, ignore_errors=True)
+            tmp.rename(target)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
@@ -182,24 +188,16 @@ def _usable(folder: Path) -> Path:
     if not getattr(tokenizer, "is_fast", False):
         raise ConfigError(f"{folder}: no tokenizer.json, and transformers has no fast (tokenizers) version of "
                           f"{type(tokenizer).__name__} to convert {found[0]} with")
-    tmp = Path(tempfile.mkdtemp(prefix=".converted-", dir=_parent(view)))
-    for f in folder.iterdir():
-        if f.is_file():
-            (tmp / f.name).symlink_to(f.resolve())
-    tokenizer.backend_tokenizer.save(str(tmp / "tokenizer.json"))
-    (tmp / "XLT_SOURCE.md").write_text(f"{folder}, its tokenizer.json converted from {found[0]} by transformers' "
-                                       f"{type(tokenizer).__name__}\n")
-    if not (view / "tokenizer.json").exists():
-        shutil.rmtree(view, ignore_errors=True)
-        tmp.rename(view)
-    else:
-        shutil.rmtree(tmp)
-    return view
 
+    def build(tmp: Path) -> None:
+        for f in folder.iterdir():
+            if f.is_file():
+                (tmp / f.name).symlink_to(f.resolve())
+        tokenizer.backend_tokenizer.save(str(tmp / "tokenizer.json"))
+        (tmp / "XLT_SOURCE.md").write_text(f"{folder}, its tokenizer.json converted from {found[0]} by transformers' "
+                                           f"{type(tokenizer).__name__}\n")
 
-def _parent(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path.parent
+    return _build_atomically(view, build, lambda t: (t / "tokenizer.json").exists())
 
 
 def _synthetic(source: Path, head: str, base: str) -> Path:
@@ -213,20 +211,10 @@ def _synthetic(source: Path, head: str, base: str) -> Path:
     key = head if head in ZOO else "folder-" + hashlib.sha1(json.dumps(
         [str(source.resolve()), weights.stat().st_mtime_ns if weights.exists() else 0]).encode()).hexdigest()[:12]
     target = xlt_home() / "models" / "synthetic" / f"{key}+syn-{base}"
-    if has_vocabulary(target, base, current=True):
+    current = partial(has_vocabulary, base=base, current=True)  # a folder grown by an older init is replaced
+    if current(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=target.parent))
-    try:
-        grow_folder(source, tmp, base)
-        if not has_vocabulary(target, base, current=True):
-            if target.exists():  # grown by an older init: replaced
-                shutil.rmtree(target)
-            tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-    return target
+    return _build_atomically(target, lambda tmp: grow_folder(source, tmp, base), current)
 
 
 def load_tokenizer(folder: Path):
@@ -240,16 +228,13 @@ def load_encoder(name_or_path: str):
     (``xlt.models.families``), or, for
     a folder exported by the TreLM stage (``trelm.json``), that model inside its TRILayer network
     (``xlt.models.trilayer.TreLMBackbone``, same call and output)."""
-    from transformers import AutoConfig, AutoModel
     from transformers.utils import logging as hf_logging
 
-    from xlt.models.families import family_of
+    from xlt.models.families import load_pretrained
 
     folder = resolve(name_or_path)
     hf_logging.disable_progress_bar()  # "Loading weights" of a local folder is noise on every predict / train
-    config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
-    encoder = AutoModel.from_pretrained(str(folder), config=config, local_files_only=True,
-                                        **family_of(config).load_kwargs())
+    encoder = load_pretrained(folder)
     if (folder / "trelm.json").exists():
         from xlt.models.trilayer import load_trelm_backbone
         encoder = load_trelm_backbone(encoder, folder)

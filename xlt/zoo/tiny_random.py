@@ -1,4 +1,5 @@
-"""A tiny random BERT (and one model of each other supported encoder family) with a tiny sentencepiece-style (Metaspace + Unigram) tokenizer, for fast unit tests.
+"""A tiny random BERT (and one model of each other supported encoder family) with a tiny sentencepiece-style
+(Metaspace + Unigram) tokenizer, for fast unit tests.
 
 The tokenizer mimics XLM-R's behaviour that matters for word alignment: every pre-split word starts with "▁", and
 a word whose "▁"-prefixed form is not in the vocabulary (all CJK here) is split into a lone "▁" piece plus the rest.
@@ -60,13 +61,14 @@ def build(folder: Path, family: str = "bert") -> None:
     import torch
     from transformers import AutoModel
 
+    from xlt.models.families import family_of
+
     tok = build_tokenizer()
     tok.save(str(folder / "tokenizer.json"))
     cfg = tiny_config(family, tok.get_vocab_size())
     with torch.random.fork_rng():  # built on first use, inside a seeded run: leave the run's RNG stream alone
         torch.manual_seed(0)
-        model = AutoModel.from_config(cfg, add_pooling_layer=False) if family in ("bert", "xlm-roberta", "roberta") \
-            else AutoModel.from_config(cfg)
+        model = AutoModel.from_config(cfg, **family_of(cfg).load_kwargs())
         model.save_pretrained(str(folder), safe_serialization=True)
     special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
                "cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}
