@@ -73,7 +73,8 @@ def run_job(config: str, seed: int, data_dir: str) -> None:
                                             f"name={base_name(config, seed)}", "train.keep_checkpoints=true"])
     base = cfg.run_dir
     if not (base / "train_summary.json").exists():
-        train(cfg, resume=(base / "last").exists())
+        # resume also restarts a run that died before its first checkpoint (check_run_dir)
+        train(cfg, resume=base.exists() and any(base.iterdir()))
     folders = kept_checkpoints(base)
     steps = [int(f.name.split("-")[1]) for f in folders]
     summary = json.loads((base / "train_summary.json").read_text())

@@ -1,4 +1,4 @@
-"""The Python API (xlt/api.py): README's example runs as written (on the tiny model and data: only the config name,
+"""The Python API (xlt/api.py): the docs' example (docs/python-api.md, also in README) runs as written (on the tiny model and data: only the config name,
 the data folder and the step count are swapped), answers equal the CLI's, and errors are typed."""
 import json
 import re
@@ -14,11 +14,18 @@ SWAPS = {'"xsid-zero-shot"': '"tiny"', '"train.max_steps": 300': '"train.max_ste
          '"data.train_subset": 0, "data.dedup": False'}
 
 
-def readme_example() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def api_example(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
     match = re.search(r"<!-- api-example -->\n```python\n(.*?)```", text, re.S)
-    assert match, "README.md has no api-example block"
+    assert match, f"{path.name} has no api-example block"
     return match.group(1)
+
+
+def readme_example() -> str:
+    """The example of the Python API page; README shows the same block (checked here, run once)."""
+    code = api_example(ROOT / "docs" / "python-api.md")
+    assert api_example(ROOT / "README.md") == code, "README's api-example differs from docs/python-api.md's"
+    return code
 
 
 def test_the_readme_example_runs(tiny_data, xlt_home, tmp_path, monkeypatch, capsys):

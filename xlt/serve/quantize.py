@@ -26,7 +26,7 @@ import numpy as np
 
 INT8_SCHEME = ("int8 MatMuls: weights symmetric per output channel (fixed at export), activations symmetric per "
                "token (computed at run time from that token alone: batch-invariant). Trade-off, measured by "
-               "benchmarks/serving.py (README, Serving): about twice the fp32 graph's speed at batch 32 on 2 CPU "
+               "benchmarks/serving.py (docs/benchmarks/serving.md): about twice the fp32 graph's speed at batch 32 on 2 CPU "
                "threads, accuracy within half a point of fp32; onnxruntime's dynamic int8 is slightly faster but "
                "its answers change with what a text is batched with")
 

@@ -1,0 +1,82 @@
+"""The documentation generator (scripts/docgen): benchmark tables come from the results files and nothing else,
+every results file is shown somewhere in the docs, README's headline table is the JSON's, and every task, method
+and stage gets a page listing its options.  (The site itself is built with --strict by .ci/run.)"""
+import json
+import re
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts" / "docgen"))
+import pages  # noqa: E402
+import results  # noqa: E402
+
+
+@pytest.fixture
+def fake_results(tmp_path, monkeypatch):
+    rows = [{"method": m, "lang": lang, "seed": s, "accuracy": acc}
+            for m, base in (("zero_shot", 0.50), ("filter", 0.60)) for s in (1, 2)
+            for lang, acc in (("en", base + 0.3 + s / 100), ("de", base + s / 100), ("fr", base + 0.1 + s / 100))]
+    (tmp_path / "fake.json").write_text(json.dumps({"benchmark": "fake", "selection": "source-dev", "rows": rows}))
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    monkeypatch.setitem(results.SCRIPTS, "fake", "python benchmarks/fake.py")
+    return rows
+
+
+def test_pivot_computes_means_over_seeds_and_target_averages(fake_results):
+    text, charts = results.expand("<!-- xlt:pivot file=fake metric=accuracy langs=summary chart=1 -->", 1)
+    lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    # zero_shot en: 0.81, 0.82 -> 81.5 ± 0.7; target avg per seed: (0.51 + 0.61) / 2 = 0.56, 0.57 -> 56.5 ± 0.7
+    assert "| 81.5 ± 0.7 | 56.5 ± 0.7 |" in lines["zero_shot"]
+    assert "| 91.5 ± 0.7 | 66.5 ± 0.7 |" in lines["filter"]
+    assert "Reproduce: `python benchmarks/fake.py`" in text and "selection: source-dev" in text
+    assert list(charts) and next(iter(charts.values()))[:4] == b"\x89PNG"
+    assert "../charts/" in text
+
+
+def test_rows_where_and_unknown_file(fake_results):
+    text, _ = results.expand("<!-- xlt:rows file=fake columns=method,lang,accuracy where=lang:de,seed:2 -->", 0)
+    assert "| zero_shot | de | 52.0 |" in text and "| filter | de | 62.0 |" in text and "| en |" not in text
+    with pytest.raises(results.MarkerError, match="no results file"):
+        results.expand("<!-- xlt:rows file=missing columns=a -->", 0)
+
+
+def test_markers_in_code_blocks_are_left_alone(fake_results):
+    page = "```text\n<!-- xlt:pivot file=missing -->\n```\n"
+    assert results.expand(page, 0)[0] == page
+
+
+def test_every_results_file_is_in_the_docs_and_has_a_command():
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md"))
+    docs += "\n".join(pages.generated_pages().values())
+    shown = {params.split("file=")[1].split()[0] for _, params in results.MARKER.findall(docs) if "file=" in params}
+    files = {p.stem for p in (ROOT / "benchmarks" / "results").glob("*.json")}
+    assert files - shown == set(), "results files no docs page shows"
+    assert files - set(results.SCRIPTS) == set(), "results files without a reproducing command"
+
+
+def test_readme_headline_table_is_the_jsons():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- headline:start -->\n(.*?)<!-- headline:end -->", readme, re.S)
+    assert block, "README has no headline table"
+    assert block.group(1) == results.headline(), "README's headline table differs from benchmarks/results: " \
+                                                 "paste results.headline() into it"
+    assert len(readme.splitlines()) <= 250
+
+
+def test_a_page_per_task_method_and_stage_with_its_options():
+    from xlt.methods import METHODS
+    from xlt.stages import STAGES
+    from xlt.tasks import TASKS
+
+    generated = pages.generated_pages()
+    for folder, registry in (("tasks", TASKS), ("methods", METHODS), ("stages", STAGES)):
+        for name, cls in registry.items():
+            page = generated[f"{folder}/{name}.md"]
+            assert page.startswith(f"# {name}") and "## Run it" in page and "## Results" in page
+            for field in getattr(cls, "Options", None).__dataclass_fields__ if getattr(cls, "Options", None) else ():
+                assert f"`options.{field}" in page, f"{folder}/{name}: option {field} not documented"
+    assert "train.batch_size" in generated["reference/config.md"]
+    assert "xlt train" in generated["reference/cli.md"] and "/predict" in generated["reference/http.md"]
