@@ -22,6 +22,7 @@ def fake_results(tmp_path, monkeypatch):
     (tmp_path / "fake.json").write_text(json.dumps({"benchmark": "fake", "selection": "source-dev", "rows": rows}))
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     monkeypatch.setitem(results.SCRIPTS, "fake", "python benchmarks/fake.py")
+    monkeypatch.setitem(results.CONFIGS, "fake", "fake-config")
     return rows
 
 
@@ -32,6 +33,7 @@ def test_pivot_computes_means_over_seeds_and_target_averages(fake_results):
     assert "| 81.5 ± 0.7 | 56.5 ± 0.7 |" in lines["zero_shot"]
     assert "| 91.5 ± 0.7 | 66.5 ± 0.7 |" in lines["filter"]
     assert "Reproduce: `python benchmarks/fake.py`" in text and "selection: source-dev" in text
+    assert "config: fake-config" in text
     assert list(charts) and next(iter(charts.values()))[:4] == b"\x89PNG"
     assert "../charts/" in text
 
@@ -55,6 +57,8 @@ def test_every_results_file_is_in_the_docs_and_has_a_command():
     files = {p.stem for p in (ROOT / "benchmarks" / "results").glob("*.json")}
     assert files - shown == set(), "results files no docs page shows"
     assert files - set(results.SCRIPTS) == set(), "results files without a reproducing command"
+    for name in files:  # each names its config (in its rows, or in docgen's CONFIGS)
+        results.header(name, results.load(name), results.load(name)["rows"])
 
 
 def test_readme_headline_table_is_the_jsons():

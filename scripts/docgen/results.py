@@ -65,6 +65,31 @@ SCRIPTS = {
     "xsid-zero-shot-cuda-bf16": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
                                 "xsid-zero-shot-cuda-bf16 train.mixed_precision=bf16 (on a GPU)",
 }
+# the shipped configs behind each results file (files whose rows name their config say it themselves)
+CONFIGS = {
+    "architectures": "the tiny random model of each family with the test configs",
+    "continued-mlm-ja": "pretrain-mlm-ja, then xsid-zero-shot on its model",
+    "filter-equal-steps": "mtod-filter-es, mtod-filter-self-teaching-es with train.max_steps=1000",
+    "mtod-zero-shot-newcore": "mtod-zero-shot", "xsid-zero-shot-newcore": "xsid-zero-shot",
+    "xsid-zero-shot": "xsid-zero-shot", "xsid-zero-shot-cuda": "xsid-zero-shot",
+    "xsid-zero-shot-cuda-bf16": "xsid-zero-shot train.mixed_precision=bf16",
+    "panx": "panx-zero-shot (+ train.method and translation.* for the es rows)",
+    "pawsx": "pawsx-zero-shot (+ train.method and translation.* for the es rows)",
+    "udpos": "udpos-zero-shot (+ train.method and translation.* for the es rows)",
+    "xnli": "xnli-zero-shot (+ train.method and translation.* for the es rows)",
+    "serving": "xsid-zero-shot (seed 1), exported with xlt export --int8",
+    "synthetic": "xsid-zero-shot / pawsx-zero-shot and the stage configs, with the synthetic settings of "
+                 "benchmarks/synthetic.py", "synthetic-cuda": "as synthetic, on a GPU",
+    "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
+    "training-speed": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",
+    "translation": "mtod-translate-train-es, mtod-translate-test-es, xsid-translate-train-sr, xsid-translate-train-da, "
+                   "xsid-multi-language, xsid-translate-test (+ the zero-shot configs)",
+    "translation-throughput": "none (the translators alone)",
+    "trelm": "pretrain-trelm-es (variants by options), then mtod-target-trained-es",
+    "unicoder": "pretrain-unicoder (phases.*.objectives per variant), then xnli-zero-shot / xsid-zero-shot",
+    "xeroalign-filter": "xsid-zero-shot, xsid-xeroalign, mtod-xeroalign-es, xsid-filter-sr, mtod-filter-es and their "
+                        "self-teaching configs, mtod-translate-train-es, xsid-translate-train-sr / -da",
+}
 GROUP_FIELDS = ("dataset", "method", "variant", "regime")
 
 
@@ -118,6 +143,11 @@ def header(name: str, data: dict, rows: list[dict]) -> str:
     for key in ("git_commit", "created", "machine", "model"):
         if data.get(key):
             bits.append(f"{key.replace('_', ' ')}: {data[key]}")
+    configs = sorted({str(r["config"]) for r in rows if r.get("config")})
+    config = ", ".join(configs) or CONFIGS.get(name)
+    if config is None:
+        raise MarkerError(f"results file {name}.json names no config: add it to docgen CONFIGS")
+    bits.append(f"config: {config}")
     bits.append(f"selection: {data.get('selection') or 'n/a'}")
     if seeds:
         bits.append(f"seeds: {', '.join(str(s) for s in seeds)}")
