@@ -14,6 +14,8 @@ import types
 import typing
 from pathlib import Path
 
+import results  # scripts/docgen/results.py: the one reader of benchmarks/results
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "xlt" / "configs"
 # the benchmark page that reports each method / stage (a page of docs/benchmarks/)
@@ -102,8 +104,10 @@ def configs_using(key: str, name: str) -> list[str]:
 
 
 def has_rows(file: str, method: str) -> bool:
-    path = ROOT / "benchmarks" / "results" / f"{file}.json"
-    return path.exists() and any(r.get("method") == method for r in json.loads(path.read_text())["rows"])
+    try:
+        return any(r.get("method") == method for r in results.load(file)["rows"])
+    except results.MarkerError:  # no such results file (yet)
+        return False
 
 
 def _module_doc(cls: type) -> str:
