@@ -5,7 +5,7 @@ linear layer on each word's first sub-token, as xlt's intent + slot task) on the
 size and number of steps, input embeddings frozen in both (xlt's default), AdamW at the same learning rate:
 
 - ``hf_trainer``: ``transformers.Trainer`` with its ordinary settings for this (dynamic padding by the collator,
-  ``train_sampling_strategy="group_by_length"`` (``group_by_length`` before transformers 5), no evaluation, no saving), its ``train_runtime``;
+  ``train_sampling_strategy="group_by_length"`` (``group_by_length`` in older transformers), no evaluation, no saving), its ``train_runtime``;
 - ``xlt``: ``xlt.finetune.train`` on the shipped ``xsid-zero-shot`` config (length-bucketed batches, trimmed
   vocabulary), evaluating once at the end (not timed): the loop's own clock, collation included.
 
@@ -40,14 +40,20 @@ from jobqueue import RESULTS, git_commit  # noqa: E402
 from xlt.core.loop import configure_threads, peak_rss_mb  # noqa: E402
 
 
-def gemm_peak(n: int = 2048, repeats: int = 10) -> float:
-    """The best fp32 matmul rate of this machine, FLOP/s (n x n by n x n)."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def gemm_peak(n: int = 2048, repeats: int = 10, dtype: torch.dtype = torch.float32) -> float:
+    """The best matmul rate of this machine's training device, FLOP/s (n x n by n x n; on a GPU n = 8192, timed
+    with synchronisation, at the default fp32 matmul precision, i.e. without TF32 unless the user enabled it)."""
+    cuda = torch.cuda.is_available()
+    n = 8192 if cuda else n
+    a, b = (torch.randn(n, n, device="cuda" if cuda else "cpu", dtype=dtype) for _ in range(2))
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     a @ b
+    sync()
     best = 0.0
     for _ in range(repeats):
         t0 = time.perf_counter()
         a @ b
+        sync()
         best = max(best, 2 * n ** 3 / (time.perf_counter() - t0))
     return best
 
@@ -116,7 +122,7 @@ def run_hf(folder: Path, rows: list[dict], n_intents: int, n_slots: int, pad: in
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size, max_steps=steps,
                                  learning_rate=lr, warmup_steps=0.1, weight_decay=0.01,
-                                 train_sampling_strategy="group_by_length",
+                                 **_group_by_length(),
                                  save_strategy="no", eval_strategy="no",
                                  logging_strategy="no", report_to=[], use_cpu=not torch.cuda.is_available(),
                                  dataloader_num_workers=0, seed=seed, disable_tqdm=True,
@@ -126,6 +132,18 @@ def run_hf(folder: Path, rows: list[dict], n_intents: int, n_slots: int, pad: in
     seconds = metrics["train_runtime"]
     return {"seconds": seconds, "tokens": seen["tokens"], "mean_padded_length": seen["padded"] / (steps * batch_size),
             "encoder": model.encoder}
+
+
+def _group_by_length() -> dict:
+    """The Trainer's length grouping: ``train_sampling_strategy`` since transformers 5.x, ``group_by_length``
+    before (the GPU image may hold another version than this machine)."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return ({"train_sampling_strategy": "group_by_length"} if "train_sampling_strategy" in names
+            else {"group_by_length": True})
 
 
 class _ListDataset(torch.utils.data.Dataset):
@@ -161,7 +179,7 @@ def run_hf_mlm(folder: Path, sequences: list[list[int]], steps: int, batch_size:
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size, max_steps=steps,
                                  learning_rate=lr, warmup_steps=0.1, weight_decay=0.01,
-                                 train_sampling_strategy="group_by_length", save_strategy="no", eval_strategy="no",
+                                 **_group_by_length(), save_strategy="no", eval_strategy="no",
                                  logging_strategy="no", report_to=[], use_cpu=not torch.cuda.is_available(),
                                  dataloader_num_workers=0, seed=seed, disable_tqdm=True,
                                  bf16=precision == "bf16", fp16=precision == "fp16")
@@ -213,7 +231,8 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     ap.add_argument("--data-dir", default="../shared/data")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--mlm-steps", type=int, default=30, help="steps of each MLM trainer (the HF head scores every "
+    ap.add_argument("--mlm-steps", type=int, default=30, help="steps of each MLM trainer, 0: no MLM rows (the HF "
+                    "head scores every "
                     "position over the full vocabulary: seconds per step on a CPU)")
     ap.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
                     help="autocast of both trainers (xlt: train.mixed_precision; HF: bf16 / fp16)")
@@ -234,6 +253,9 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     data = prepare_data(ctx, method)
     rows = hf_rows(data.train, data.labels)
     peak = gemm_peak()
+    # autocast runs the matmuls in bf16 / fp16: the fraction of peak of those rows is against that dtype's peak
+    peak_autocast = peak if args.precision == "fp32" else gemm_peak(dtype=getattr(torch, {"bf16": "bfloat16"}.get(
+        args.precision, "float16")))
     measured = []
     hf = run_hf(folder, rows, len(data.labels["intents"]), len(data.labels["slots"]), pad_id(ctx.tokenizer, None),
                 args.steps, args.batch_size, cfg.train.lr, args.seed, args.precision, args.compile)
@@ -241,18 +263,19 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     per_token = {"intent_slot": flops_per_token(encoder, hf["mean_padded_length"])}
     measured.append(("hf_trainer", hf, peak_rss_mb()))
     measured.append(("xlt", run_xlt(config, common), peak_rss_mb()))
-    mlm = [f"corpus.data_dir={args.data_dir}", f"model.name={model}", "phases.0.steps=1", "phases.0.eval_every=1",
-           f"mixed_precision={args.precision}",
-           f"phases.1.steps={args.mlm_steps}", f"phases.1.eval_every={args.mlm_steps}",
-           f"phases.1.batch_size={args.batch_size}", "options.eval_sequences=8", "options.pppl_sequences=2",
-           *(mlm_extra or [])]
-    xlt_mlm, sequences, mlm_folder, mlm_lr = run_xlt_mlm(mlm)
-    # the MLM rows: the encoder's layers only (the output layer's cost depends on how many positions and vocabulary
-    # rows a trainer scores: xlt the masked ones over the corpus's kept ids, the HF head every position)
-    per_token["mlm"] = flops_per_token(encoder, sum(map(len, sequences)) / len(sequences))
-    measured.append(("xlt_mlm", xlt_mlm, peak_rss_mb()))
-    measured.append(("hf_trainer_mlm", run_hf_mlm(mlm_folder, sequences, args.mlm_steps, args.batch_size, mlm_lr,
-                                                  args.seed, args.precision), peak_rss_mb()))
+    if args.mlm_steps:
+        mlm = [f"corpus.data_dir={args.data_dir}", f"model.name={model}", "phases.0.steps=1", "phases.0.eval_every=1",
+               f"mixed_precision={args.precision}",
+               f"phases.1.steps={args.mlm_steps}", f"phases.1.eval_every={args.mlm_steps}",
+               f"phases.1.batch_size={args.batch_size}", "options.eval_sequences=8", "options.pppl_sequences=2",
+               *(mlm_extra or [])]
+        xlt_mlm, sequences, mlm_folder, mlm_lr = run_xlt_mlm(mlm)
+        # the MLM rows: the encoder's layers only (the output layer's cost depends on how many positions and
+        # vocabulary rows a trainer scores: xlt the masked ones over the corpus's kept ids, the HF head every position)
+        per_token["mlm"] = flops_per_token(encoder, sum(map(len, sequences)) / len(sequences))
+        measured.append(("xlt_mlm", xlt_mlm, peak_rss_mb()))
+        measured.append(("hf_trainer_mlm", run_hf_mlm(mlm_folder, sequences, args.mlm_steps, args.batch_size, mlm_lr,
+                                                      args.seed, args.precision), peak_rss_mb()))
     rows_out = []
     for variant, r, rss in measured:
         tps, task = r["tokens"] / r["seconds"], "mlm" if variant.endswith("mlm") else "intent_slot"
@@ -264,26 +287,33 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
                          "tokens": r["tokens"], "tokens_per_second": round(tps, 1),
                          "seconds_per_step": round(r["seconds"] / steps, 4),
                          "flops_per_token": per_token[task],
-                         "fraction_of_peak": round(tps * per_token[task] / peak, 3),
+                         "fraction_of_peak": round(tps * per_token[task] / peak_autocast, 3),
                          "peak_rss_mb": round(rss)})
     tps = {r["variant"]: r["tokens_per_second"] for r in rows_out}
-    speedup, mlm_speedup = tps["xlt"] / tps["hf_trainer"], tps["xlt_mlm"] / tps["hf_trainer_mlm"]
+    speedup = tps["xlt"] / tps["hf_trainer"]
+    mlm_speedup = tps["xlt_mlm"] / tps["hf_trainer_mlm"] if args.mlm_steps else None
     out = {"benchmark": "training-speed", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "git_commit": git_commit(), "machine": f"{threads} CPU threads" if not torch.cuda.is_available() else
            torch.cuda.get_device_name(), "model": model, "fp32_gemm_peak_flops": peak,
-           "xlt_speedup_over_hf_trainer": round(speedup, 2), "xlt_mlm_speedup_over_hf_trainer": round(mlm_speedup, 2),
+           "precision_gemm_peak_flops": peak_autocast,
+           "xlt_speedup_over_hf_trainer": round(speedup, 2), "xlt_mlm_speedup_over_hf_trainer": mlm_speedup and round(mlm_speedup, 2),
            "notes": "xSID en, intent + slot heads, embeddings frozen, same steps and batch size; tokens = non-pad "
                     "sub-tokens; FLOPs per token = 6 x layer parameters + attention (padded length of the HF "
-                    "batches); peak = best 2048^3 fp32 GEMM rate. peak_rss_mb is the process's peak so far (the "
+                    "batches); peak = best 2048^3 (GPU: 8192^3) GEMM rate of the device in the run's precision "
+                    "(fp32 without TF32, or bf16 / fp16 under autocast). peak_rss_mb is the process's peak so far (the "
                     "HF Trainer ran first).", "rows": rows_out}
-    name = "training-speed" + ("" if args.precision == "fp32" and not args.compile else
-                               f"-{args.precision}{'-compile' if args.compile else ''}")
+    name = ("training-speed" + ("-cuda" if torch.cuda.is_available() else "")
+            + ("" if args.batch_size == 32 else f"-b{args.batch_size}")
+            + ("" if args.precision == "fp32" and not args.compile else
+               f"-{args.precision}{'-compile' if args.compile else ''}"))
     (results / f"{name}.json").write_text(json.dumps(out, indent=1) + "\n")
-    lines = ["| variant | tokens/s | s/step | fraction of fp32 peak | peak RSS MB |", "|---|---|---|---|---|"]
+    lines = [f"| variant | tokens/s | s/step | fraction of {args.precision} peak | peak RSS MB |",
+             "|---|---|---|---|---|"]
     lines += [f"| {r['variant']} | {r['tokens_per_second']} | {r['seconds_per_step']} | {r['fraction_of_peak']} | "
               f"{r['peak_rss_mb']} |" for r in rows_out]
-    lines.append(f"\nxlt / HF Trainer: fine-tuning {speedup:.2f}x, continued MLM {mlm_speedup:.2f}x; fp32 GEMM peak {peak / 1e9:.1f} GFLOP/s; "
-                 f"{per_token['intent_slot'] / 1e6:.1f} MFLOP per token (fine-tuning)")
+    mlm_text = f", continued MLM {mlm_speedup:.2f}x" if mlm_speedup else ""
+    lines.append(f"\nxlt / HF Trainer: fine-tuning {speedup:.2f}x{mlm_text}; {args.precision} GEMM peak "
+                 f"{peak_autocast / 1e9:.1f} GFLOP/s; {per_token['intent_slot'] / 1e6:.1f} MFLOP per token (fine-tuning)")
     (results / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return out

@@ -1,0 +1,127 @@
+"""Benchmark: TALL en-ja at a larger pre-training budget than the CPU allows (issue 49's scale step, for a GPU).
+
+The shipped ``pretrain-tall-en-ja`` recipe (DAE warm-up with the encoder frozen, then DAE + on-the-fly
+back-translation; same learning rates, the same 3 : 8 split of steps between the phases) at a larger batch, with as
+many steps as fit a wall-clock budget: a short probe run times a step of each phase first.  Then the NLU fine-tune
+of ``benchmarks/tall.py`` (config ``xsid-zero-shot``, method ``tall``, checkpoint chosen on the ENGLISH dev set) on
+the result, evaluated on xSID en and ja.  ``budget_multiple`` = sentences trained on / those of the committed CPU
+row (``results/tall.json``, en-ja, variant none).
+
+    python benchmarks/tall_scale.py --data-dir DATA [--budget-s 300] [--batch-size 320] [--precision bf16]
+
+Writes benchmarks/results/tall-scale.{json,md}.  On the GPU machine, ``benchmarks/gpu_run.sh tall`` runs it on the
+data packed by ``benchmarks/gpu_pack.py``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+from jobqueue import RESULTS, RUNS, git_commit
+from tall_report import _nlu_rows, _pretrain_rows
+
+SPLIT = (3, 8)  # the shipped recipe's 600 : 1600 steps
+
+
+def stage_config(data_dir: str, name: str, steps: tuple[int, int], batch: int, precision: str, seed: int,
+                 extra: tuple[str, ...] = ()):
+    from xlt.config import find_config, load_stage_config
+
+    return load_stage_config(find_config("pretrain-tall-en-ja"), [
+        f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={name}", f"seed={seed}",
+        f"mixed_precision={precision}", *(f"phases.{i}.{k}={v}" for i, n in enumerate(steps)
+                                           for k, v in (("steps", n), ("eval_every", n), ("batch_size", batch))), *extra])
+
+
+def seconds_per_step(run: Path) -> list[float]:
+    res = json.loads((run / "results.json").read_text())
+    return [p["summary"]["train_seconds"] / p["summary"]["step"] for p in res["phases"]]
+
+
+def plan_steps(per_step: list[float], budget_s: float) -> tuple[int, int]:
+    """The most steps, split 3 : 8 between the phases, whose predicted training time fits ``budget_s``."""
+    unit = SPLIT[0] * per_step[0] + SPLIT[1] * per_step[1]
+    k = max(1, int(budget_s / unit))
+    return SPLIT[0] * k, SPLIT[1] * k
+
+
+def cpu_sentences() -> int | None:
+    path = RESULTS / "tall.json"
+    rows = json.loads(path.read_text())["rows"] if path.exists() else []
+    return next((r["train_sentences"] for r in rows if r.get("method") == "tall_pretrain"
+                 and r.get("lang") == "en-ja" and r.get("variant") == "none"), None)
+
+
+def main() -> None:
+    import torch
+
+    from jobqueue import pretrain, train_evaluate
+    from xlt.config import find_config, load_config
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--budget-s", type=float, default=300, help="pre-training seconds (evaluations not counted)")
+    ap.add_argument("--batch-size", type=int, default=320)
+    ap.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="bf16")
+    ap.add_argument("--probe-steps", type=int, default=15)
+    ap.add_argument("--nlu-langs", default="en,ja")
+    ap.add_argument("--nlu-steps", type=int, default=1000, help="as the CPU rows (a smaller number: a smoke run)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    start = time.time()
+    probe = pretrain(stage_config(args.data_dir, "tall-scale-probe", (args.probe_steps, args.probe_steps),
+                                  args.batch_size, args.precision, args.seed, ("options.reference_sentences=20",)))
+    per_step = seconds_per_step(probe)
+    steps = plan_steps(per_step, args.budget_s)
+    print(f"probe: {per_step[0]:.3f} / {per_step[1]:.3f} s per step (dae / dae-bt) at batch {args.batch_size}; "
+          f"planned {steps[0]} + {steps[1]} steps", flush=True)
+    run = pretrain(stage_config(args.data_dir, "tall-scale-en-ja", steps, args.batch_size, args.precision, args.seed))
+    pre_rows, curve = _pretrain_rows(run, "en-ja", "scale")
+    cpu = cpu_sentences()
+    for r in pre_rows:
+        r.update(batch_size=args.batch_size, precision=args.precision, budget_s=args.budget_s,
+                 budget_multiple=round(r["train_sentences"] / cpu, 2) if cpu else None)
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"{platform.machine()} CPU"
+    out = {"benchmark": "tall-scale", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "git_commit": git_commit(), "machine": device, "model": "multilingual-e5-small",
+           "selection": "source-dev", "wall_seconds": None,
+           "probe_seconds_per_step": [round(s, 4) for s in per_step],
+           "notes": f"pretrain-tall-en-ja at batch {args.batch_size}, {args.precision}, steps fitted to "
+                    f"{args.budget_s:.0f} s of training (3 : 8 split as shipped), evaluation at each phase end; corpora "
+                    "as the config's globs find them (mono/en and mono/ja now include the LibreOffice help text); "
+                    f"NLU: xsid-zero-shot, method tall, {args.nlu_steps} steps x 32, fp32, English-dev selection, one "
+                    "seed.", "rows": pre_rows, "learning_curves": curve}
+    write(out, start)  # the pre-training's rows stand even if the fine-tune is cut short
+    cfg = load_config(find_config("xsid-zero-shot"), [
+        f"data.data_dir={args.data_dir}", f"train.seed={args.seed}", f"model.name={run / 'model'}",
+        f"output_dir={RUNS}", "train.method=tall", f"name=xsid-tall-scale-en-ja-seed{args.seed}",
+        f"data.eval_langs=[{args.nlu_langs}]", f"train.max_steps={args.nlu_steps}",
+        f"train.eval_every={min(250, args.nlu_steps)}"])
+    out["rows"] = pre_rows + _nlu_rows(train_evaluate(cfg), "en-ja", "scale")
+    write(out, start)
+
+
+def write(out: dict, start: float) -> None:
+    out["wall_seconds"] = round(time.time() - start, 1)
+    (RESULTS / "tall-scale.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    (RESULTS / "tall-scale.md").write_text(markdown(out))
+    print(markdown(out), flush=True)
+
+
+def markdown(out: dict) -> str:
+    lines = [f"# tall-scale ({out['machine']}, commit {out['git_commit']})", "", out["notes"], "",
+             "| direction | BLEU vs Tatoeba | round-trip BLEU | steps | sentences | × CPU row | train s |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['lang']} | {r['bleu']:.2f} | {r['roundtrip_bleu']:.2f} | {r['steps']} | {r['train_sentences']} "
+              f"| {r['budget_multiple']} | {r['train_seconds']} |" for r in out["rows"] if r["method"] == "tall_pretrain"]
+    lines += ["", "| xSID lang | intent_acc | slot_f1 | semantic_acc |", "|---|---|---|---|"]
+    lines += [f"| {r['lang']} | {r['intent_acc']:.3f} | {r['slot_f1']:.3f} | {r['semantic_acc']:.3f} |"
+              for r in out["rows"] if r["method"] == "tall"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
