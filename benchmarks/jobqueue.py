@@ -120,12 +120,15 @@ def committed_results(results_dir: Path, name: str) -> dict:
 
 
 def git_commit() -> str:
-    """The short commit the results come from."""
-    try:  # a copy without git (a GPU machine): the caller states the commit itself
+    """The short commit the results come from: ``XLT_GIT_COMMIT`` when set (a copy of the working tree on a GPU
+    machine may carry a stale .git), else git's HEAD."""
+    if os.environ.get("XLT_GIT_COMMIT"):
+        return os.environ["XLT_GIT_COMMIT"]
+    try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=HERE).stdout.strip() or os.environ.get("XLT_GIT_COMMIT", "unknown")
+                              cwd=HERE).stdout.strip() or "unknown"
     except FileNotFoundError:
-        return os.environ.get("XLT_GIT_COMMIT", "unknown")
+        return "unknown"
 
 
 def mean_std(values: list[float], scale: float = 100) -> str:

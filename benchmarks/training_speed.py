@@ -9,7 +9,8 @@ size and number of steps, input embeddings frozen in both (xlt's default), AdamW
 - ``xlt``: ``xlt.finetune.train`` on the shipped ``xsid-zero-shot`` config (length-bucketed batches, trimmed
   vocabulary), evaluating once at the end (not timed): the loop's own clock, collation included.
 
-Tokens are the non-padding sub-tokens each trained on.  The machine's fp32 peak is measured with square GEMMs, and
+On a GPU the HF peers run with PyTorch's default attention backends (cuDNN attention preferred on Hopper), xlt
+with cuDNN attention turned off (``xlt/core/attention.py``).  Tokens are the non-padding sub-tokens each trained on.  The machine's fp32 peak is measured with square GEMMs, and
 each variant's model FLOPs per token are 6 x (parameters of the layers) + 12 x layers x hidden x (mean padded
 length) for attention (forward + backward; Kaplan et al. 2020's estimate), so ``fraction_of_peak`` is what share of
 that peak the training reaches (frozen embeddings need no weight gradient; heads are negligible).
@@ -118,6 +119,7 @@ def run_hf(folder: Path, rows: list[dict], n_intents: int, n_slots: int, pad: in
                 "intent_labels": torch.tensor([r["intent_labels"] for r in batch])}
 
     torch.manual_seed(seed)
+    torch.backends.cuda.enable_cudnn_sdp(True)  # PyTorch's default, which xlt turns off in this process
     model = JointModel(folder, n_intents, n_slots)
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size, max_steps=steps,
@@ -175,6 +177,7 @@ def run_hf_mlm(folder: Path, sequences: list[list[int]], steps: int, batch_size:
         return out
 
     torch.manual_seed(seed)
+    torch.backends.cuda.enable_cudnn_sdp(True)  # PyTorch's default, which xlt turns off in this process
     model = AutoModelForMaskedLM.from_pretrained(str(folder))
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size, max_steps=steps,

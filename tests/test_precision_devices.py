@@ -110,3 +110,17 @@ def test_more_processes_than_gpus_is_a_user_error(monkeypatch):
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     with pytest.raises(XltError, match="2 processes on this machine but 1 GPU"):
         make_accelerator()
+
+
+def test_cuda_attention_leaves_out_cudnn(monkeypatch):
+    """On a GPU, training (make_accelerator) and inference (inference_device) turn cuDNN attention off: it plans
+    every new batch shape (xlt/core/attention.py).  Without a GPU nothing is touched."""
+    from xlt.core.batching import inference_device
+    from xlt.core.loop import make_accelerator
+
+    calls = []
+    monkeypatch.setattr(torch.backends.cuda, "enable_cudnn_sdp", calls.append)
+    make_accelerator("fp32")
+    assert calls == ([False] if CUDA else [])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert inference_device() == torch.device("cuda") and calls[-1] is False

@@ -54,6 +54,10 @@ SCRIPTS = {
                       "(on a GPU)",
     "tall": "python benchmarks/tall.py --data-dir ../shared/data",
     "training-speed": "python benchmarks/training_speed.py --data-dir ../shared/data",
+    "training-speed-cuda": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from benchmarks/gpu_pack.py)",
+    "training-speed-cuda-b512-bf16": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from "
+                                     "benchmarks/gpu_pack.py)",
+    "tall-scale": "BUDGET=150 bash benchmarks/gpu_run.sh COMMIT tall (on a GPU: benchmarks/tall_scale.py)",
     "translation": "python benchmarks/translation.py --data-dir ../shared/data",
     "translation-throughput": "python benchmarks/translation.py --data-dir ../shared/data",
     "trelm": "python benchmarks/trelm.py --data-dir ../shared/data",
@@ -82,6 +86,10 @@ CONFIGS = {
                  "benchmarks/synthetic.py", "synthetic-cuda": "as synthetic, on a GPU",
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
     "training-speed": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",
+    "training-speed-cuda": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",
+    "training-speed-cuda-b512-bf16": "xsid-zero-shot train.batch_size=512 train.mixed_precision=bf16",
+    "tall-scale": "pretrain-tall-en-ja (batch 320, bf16, steps fitted to the budget), then xsid-zero-shot "
+                  "train.method=tall",
     "translation": "mtod-translate-train-es, mtod-translate-test-es, xsid-translate-train-sr, xsid-translate-train-da, "
                    "xsid-multi-language, xsid-translate-test (+ the zero-shot configs)",
     "translation-throughput": "none (the translators alone)",

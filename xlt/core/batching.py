@@ -101,6 +101,9 @@ def _collate_soft(task, items: list[Encoded], pair_len: int) -> tuple[dict[str, 
 def inference_device() -> torch.device:
     """Where a single process predicts (evaluation, test-time methods): the GPU when there is one.  Training places
     its model through Accelerate instead."""
+    from xlt.core.attention import configure_cuda_attention
+
+    configure_cuda_attention()
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 

@@ -66,7 +66,10 @@ def make_accelerator(mixed_precision: str = "fp32", **kwargs) -> Accelerator:
     """The run's Accelerator.  Without CUDA it is told ``cpu=True``: only then does accelerate turn the environment
     of ``torchrun`` / ``accelerate launch`` into a gloo process group (otherwise every process would believe it is
     alone and train the whole batch).  ``mixed_precision``: "fp32", "bf16" or "fp16" (CUDA only)."""
+    from xlt.core.attention import configure_cuda_attention
+
     cuda = torch.cuda.is_available()
+    configure_cuda_attention()  # cuDNN attention plans every new batch shape: see xlt/core/attention.py
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun / accelerate launch
     if cuda and local > torch.cuda.device_count():  # NCCL cannot put two processes on one GPU
         raise XltError(f"{local} processes on this machine but {torch.cuda.device_count()} GPU(s): start one process "
