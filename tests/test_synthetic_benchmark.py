@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -60,6 +61,15 @@ def test_a_pretraining_job_and_fine_tuning_on_it(bench, monkeypatch):
         "options.eval_sequences=4", "options.pppl_sequences=2"])
     out = synthetic.run_job("pretrain-mlm-permuted", 1, str(data))
     assert (out / "model" / "synthetic.json").exists()
+    # Artetxe et al.'s variant: the body stays as the head phase left it (frozen), only word embeddings learn
+    emb = synthetic.run_job("pretrain-mlm_embeddings-permuted", 1, str(data))
+    from safetensors.torch import load_file
+    head = load_file(str(emb / "phase1-head" / "final" / "model.safetensors"))
+    final = load_file(str(emb / "phase2-all" / "final" / "model.safetensors"))
+    body = [k for k in head if "layer.0.attention" in k and k in final]
+    assert body and all(torch.equal(head[k], final[k]) for k in body)
+    words = "encoder.embeddings.word_embeddings.weight"
+    assert not torch.equal(head[words], final[words])
     tiny = [o for o in synthetic.TEST_OVERRIDES if not o.startswith("model.name")]
     monkeypatch.setattr(synthetic, "TEST_OVERRIDES", tiny)  # the pre-trained encoder is the model
     synthetic.run_job("xsid-after_mlm-permuted", 1, str(data))
