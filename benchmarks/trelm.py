@@ -16,6 +16,11 @@ t2s 1000 each, language-specific 1000, batch 32):
   same vector, MLM stuck at unigram level, fine-tuning at the majority intent); a 600-step probe at 1e-4 did not
   collapse. The rate was chosen on those pre-training diagnostics, not on any downstream result.
 BPW on held-out Spanish text (fixed masked positions, the same for every model on this vocabulary) after each phase.
+Alignment only (job ``align-bridged``: the base folder, no phases): ``bridged`` aligns the Spanish fastText space to
+an English fastText space (both whitened; identical-strings seed + Procrustes refinement) and builds each row from
+the nearest English entries' MiniLM rows (``options.vocabulary.map_into=english_fasttext``,
+xlt.align.fasttext_bridge), against the paper's direct map into MiniLM's input embeddings; word-translation P@1 of
+every map and of the initialised rows.
 
 Fine-tuning (config ``mtod-target-trained-es``: 1000 steps x 32, seeds 1-3) of each pre-trained model and of
 ``unmigrated`` (minilm-l6-en as shipped) and ``multilingual`` (multilingual-e5-small).
@@ -61,6 +66,9 @@ def variant_overrides(variant: str) -> list[str]:
     steps = {p["name"]: p["steps"] for p in shipped}
     if variant == "migrated":
         return []
+    if variant == "bridged":
+        return ["options.vocabulary.map_into=english_fasttext", "options.vocabulary.alignment=identical_strings",
+                "options.vocabulary.adversarial.epochs=0"]
     if variant == "random_init":
         return ["options.init=random", base]
     if variant == "without_cdlm":  # commonality and language-specific as shipped; Spanish MLM where s2t + t2s were
@@ -76,13 +84,14 @@ def variant_overrides(variant: str) -> list[str]:
     raise ValueError(variant)
 
 
-def run_pretrain(variant: str, data_dir: str) -> Path:
+def run_pretrain(variant: str, data_dir: str, base_only: bool = False) -> Path:
     from xlt.config import find_config, load_stage_config
+    from xlt.stages.trelm_base import prepare_trelm_base
 
     cfg = load_stage_config(find_config("pretrain-trelm-es"), [
         f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
         *variant_overrides(variant)])
-    return pretrain(cfg)
+    return prepare_trelm_base(cfg) if base_only else pretrain(cfg)
 
 
 def run_fine_tune(variant: str, seed: int, data_dir: str) -> Path:
@@ -112,8 +121,8 @@ def queue(seeds: list[int]) -> list[tuple[str, int]]:
 
 def run_job(job: str, seed: int, data_dir: str) -> None:
     kind, variant = job.split("-", 1)
-    if kind == "pretrain":
-        run_pretrain(variant, data_dir)
+    if kind in ("pretrain", "align"):
+        run_pretrain(variant, data_dir, base_only=kind == "align")
     else:
         run_fine_tune(variant, seed, data_dir)
 
@@ -121,7 +130,7 @@ def run_job(job: str, seed: int, data_dir: str) -> None:
 def main() -> None:
     queue_main(__doc__, __file__, "trelm_report", run_job, queue,
                "job names (pretrain-migrated: seed 1; mtod-migrated, mtod-unmigrated: every seed)",
-               seeds_of=lambda job, seeds: [1] if job.startswith("pretrain") else seeds)
+               seeds_of=lambda job, seeds: [1] if job.startswith(("pretrain", "align")) else seeds)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,17 @@ from jobqueue import committed_results, git_commit, mean_std, merge_rows
 METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 
 
-def _alignment_rows(base: Path) -> list[dict]:
+def _alignment_rows(base: Path, variant: str) -> list[dict]:
     m = json.loads((base / "migration.json").read_text())
-    return [{"method": "trelm_alignment", "dataset": m["test_dictionary"], "lang": "es", "seed": 1, "step": step,
+    # the shipped map's rows keep no variant (as committed before the bridged variant existed)
+    extra = {} if variant == "migrated" else {"variant": variant}
+    return [{"method": "trelm_alignment", "dataset": m["test_dictionary"], "lang": "es", "seed": 1, **extra,
+             "step": step,
              "precision_at_1": round(p["all"], 4), "precision_at_1_different_strings":
                  None if p["different_strings"] is None else round(p["different_strings"], 4),
-             "initialises_embeddings": step == f"{m['initialised_by']}+procrustes", "vocabulary": m["vocabulary"], "fasttext": m["fasttext"],
+             "initialises_embeddings": step == m.get("initialising_step", f"{m['initialised_by']}+procrustes"),
+             "map_into": m.get("map_into", "english_model"), "vocabulary": m["vocabulary"],
+             "fasttext": m.get("fasttext", m.get("bridge", {}).get("fasttext_target")),
              "seconds": round(m["seconds"], 1),
              # the identical-strings step's diagnostic: maps fitted on half its anchors, retrieving the other half
              **({"heldout_anchors": m["heldout_anchors"]} if step == "identical_strings" and "heldout_anchors" in m
@@ -59,8 +64,9 @@ def collect(runs: Path, results_dir: Path) -> None:
     from trelm import FINE_TUNED, PRETRAINED, stage_dir  # benchmarks/trelm.py, on sys.path when run from there
 
     rows = []
-    if (stage_dir("migrated") / "base" / "migration.json").exists():
-        rows += _alignment_rows(stage_dir("migrated") / "base")
+    for variant in ("migrated", "bridged"):
+        if (stage_dir(variant) / "base" / "migration.json").exists():
+            rows += _alignment_rows(stage_dir(variant) / "base", variant)
     for variant in PRETRAINED:
         if (stage_dir(variant) / "results.json").exists():
             rows += _pretrain_rows(stage_dir(variant), variant)
@@ -96,9 +102,12 @@ def markdown(out: dict) -> str:
     align = [r for r in rows if r["method"] == "trelm_alignment"]
     if align:
         lines += ["## Embedding alignment: word-translation P@1 (CSLS), MUSE en-es test split", "",
-                  "| step | P@1 | P@1 (pairs of different strings) | initialises the embeddings |", "|---|---|---|---|"]
-        lines += [f"| {r['step']} | {100 * r['precision_at_1']:.2f} | {100 * r['precision_at_1_different_strings']:.2f} | "
-                  f"{'yes' if r['initialises_embeddings'] else ''} |" for r in align]
+                  "| variant | step | P@1 | P@1 (pairs of different strings) | initialises the embeddings |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r.get('variant', 'migrated')} | {r['step']} | {100 * r['precision_at_1']:.2f} | "
+                  f"{100 * r['precision_at_1_different_strings']:.2f} | "
+                  f"{'yes' if r['initialises_embeddings'] else ''} |"
+                  for r in align]
         held = next((r["heldout_anchors"] for r in align if "heldout_anchors" in r), None)
         if held and "procrustes_precision_at_1" in held:
             lines += ["", f"Held-out anchors (maps fitted on {held['anchors_fit']} identical-string pairs, retrieving "

@@ -108,10 +108,12 @@ def test_migrate_vocabulary_end_to_end_on_a_toy_pair(tmp_path):
             assert torch.equal(matrix[i], en_emb[en_tok.token_to_id(t)])
         else:
             assert torch.allclose(matrix[i].norm(), en_emb.norm(dim=1).mean(), atol=1e-4)
-    steps = {"identity", "adversarial", "adversarial+procrustes", "identical_strings", "identical_strings+procrustes"}
-    assert set(report["precision_at_1"]) == steps and seen
+    steps = {"identity", "adversarial", "adversarial+procrustes", "identical_strings", "identical_strings+procrustes",
+             "similarity_seed", "similarity_seed+procrustes"}
+    assert set(report["precision_at_1"]) == steps | {"initialised_rows"} and seen
     assert all(0 <= v["all"] <= 1 and 0 <= v["different_strings"] <= 1 for v in report["precision_at_1"].values())
     assert report["identical_string_anchors"] >= len(words) and report["initialised_by"] == "identical_strings"
+    assert report["initialising_step"] == "identical_strings+procrustes"
     assert 0 <= report["heldout_anchors"]["procrustes_precision_at_1"] <= 1
 
 
@@ -147,3 +149,105 @@ def test_identical_string_anchors_recover_a_rotation(tmp_path):
     assert rotated["procrustes_precision_at_1"] == rotated["least_squares_precision_at_1"] == 1.0
     noise = torch.randn(english.get_vocab_size(), 8, generator=g)
     assert heldout_anchor_precision(source, noise, pairs)["procrustes_precision_at_1"] < 0.5
+
+
+def test_nearest_rows_is_a_softmax_weighted_mean_of_the_nearest_keys():
+    from xlt.align.fasttext_bridge import nearest_rows
+
+    keys = torch.nn.functional.normalize(torch.randn(50, 8, generator=torch.Generator().manual_seed(0)), dim=1)
+    rows = torch.randn(50, 4, generator=torch.Generator().manual_seed(1))
+    # a query equal to a key, at a low temperature: that key's row
+    assert torch.allclose(nearest_rows(keys[[7, 3]], keys, rows, neighbours=5, temperature=1e-3), rows[[7, 3]],
+                          atol=1e-5)
+    # one neighbour: the nearest key's row; many at a high temperature: close to the plain mean of the k nearest
+    q = torch.nn.functional.normalize(torch.randn(3, 8, generator=torch.Generator().manual_seed(2)), dim=1)
+    assert torch.equal(nearest_rows(q, keys, rows, 1, 0.1), rows[(q @ keys.T).argmax(1)])
+    top = (q @ keys.T).topk(4, dim=1).indices
+    assert torch.allclose(nearest_rows(q, keys, rows, 4, 1e6), rows[top].mean(1), atol=1e-4)
+
+
+def test_migrate_vocabulary_through_the_english_fasttext_space(tmp_path):
+    """map_into english_fasttext (WECHSEL-style bridge): every new row is a convex combination of English rows,
+    specials and shared strings keep the English model's own rows, P@1 of each map and of the rows is reported."""
+    import pytest
+    pytest.importorskip("gensim", reason="gensim (extra trelm) is not installed")
+    from xlt.align.migrate_vocabulary import VocabularySettings, migrate_vocabulary
+    from xlt.align.subword_vectors import SPECIALS, train_wordpiece
+
+    words = ["house", "dog", "cat", "eats", "sleeps", "small", "big", "the", "in", "garden"]
+    lines = [" ".join(words[(i * k) % 10] for k in range(1, 6)) for i in range(1, 60)]
+    en, xx = tmp_path / "en.txt", tmp_path / "xx.txt"
+    en.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    xx.write_text("\n".join(" ".join(w[::-1] for w in line.split()) for line in lines) + "\n", encoding="utf-8")
+    en_tok = train_wordpiece([en], vocab_size=80, min_frequency=1)
+    en_emb = torch.randn(en_tok.get_vocab_size(), 12, generator=torch.Generator().manual_seed(0))
+    settings = VocabularySettings(vocab_size=120, fasttext_epochs=3, refinement_iterations=2,
+                                  map_into="english_fasttext",
+                                  bridge_dim=8, alignment="adversarial",
+                                  adversarial=AdversarialSettings(epochs=1, epoch_size=320, discriminator_hidden=16))
+    test = [(w[::-1], w) for w in words]
+    tok, matrix, report = migrate_vocabulary([en], [xx], en_tok, en_emb, test, words, settings,
+                                             torch.ones(en_emb.shape[0]), log=lambda _: None)
+    assert matrix.shape == (tok.get_vocab_size(), 12) and torch.isfinite(matrix).all()
+    vocab = tok.get_vocab()
+    for t in SPECIALS:
+        assert torch.equal(matrix[vocab[t]], en_emb[en_tok.token_to_id(t)])
+    shared = [t for t in vocab if t in en_tok.get_vocab() and t not in SPECIALS]
+    assert shared and report["rows_copied_from_english"] == len(shared)
+    for t in shared:
+        assert torch.equal(matrix[vocab[t]], en_emb[en_tok.token_to_id(t)])
+    # the other rows lie in the convex hull of English rows: no row longer than the longest English row
+    assert matrix.norm(dim=1).max() <= en_emb.norm(dim=1).max() + 1e-5
+    steps = {f"fasttext_{m}" for m in ("adversarial", "adversarial+procrustes", "identical_strings",
+                                       "identical_strings+procrustes", "similarity_seed", "similarity_seed+procrustes")}
+    steps |= {"initialised_rows"}
+    assert set(report["precision_at_1"]) == steps
+    assert all(0 <= v["all"] <= 1 for v in report["precision_at_1"].values())
+    assert report["initialising_step"] == "fasttext_adversarial+procrustes" and report["map_into"] == "english_fasttext"
+    assert report["bridge"]["target_entries_seen"] > 0 and report["bridge"]["english_entries_seen"] > 0
+
+
+def test_vecmap_similarity_seed_then_refinement_recovers_a_rotation_without_any_dictionary():
+    """Two isomorphic spaces (a rotation, noise, the frequency ranks slightly shuffled): VecMap's similarity seed
+    finds part of the bijection with no dictionary and no shared strings, Procrustes refinement the rest."""
+    from xlt.align.embedding_map import procrustes, refine
+    from xlt.align.vecmap import _unit_centre_unit, similarity_seed
+
+    g = torch.Generator().manual_seed(0)
+    n, d = 800, 24
+    X = torch.randn(n, d, generator=g) @ torch.diag(torch.linspace(3, 0.3, d))
+    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=g))
+    perm = torch.arange(n)
+    perm[0:-1:7], perm[1::7] = perm[1::7].clone(), perm[0:-1:7].clone()  # neighbours in frequency swap ranks
+    X, Z = _unit_centre_unit(X), _unit_centre_unit((X @ Q.T)[perm] + 0.3 * torch.randn(n, d, generator=g))
+    gold = torch.empty(n, dtype=torch.long)
+    gold[perm] = torch.arange(n)
+    seed = similarity_seed(X, Z, words=600)
+    seed_accuracy = (gold[seed[:, 0]] == seed[:, 1]).float().mean()
+    assert 0.1 < seed_accuracy < 1  # a noisy seed
+    W, _ = refine(X, Z, procrustes(X, Z, seed), iterations=3)
+    assert torch.allclose(W @ W.T, torch.eye(d), atol=1e-4)
+    assert ((X @ W.T @ Z.T).argmax(1) == gold).float().mean() > 0.98
+
+
+def test_whitening_turns_a_linear_relation_into_an_orthogonal_one():
+    """Z = X A for a random invertible A: Procrustes between the raw spaces misses pairs, between the whitened
+    spaces it finds every one (why the TreLM bridge whitens, as VecMap does)."""
+    from xlt.align.embedding_map import procrustes
+    from xlt.align.vecmap import Whitener
+
+    g = torch.Generator().manual_seed(0)
+    n = 2000
+    X = torch.randn(n, 16, generator=g)
+    Q, _ = torch.linalg.qr(torch.randn(16, 16, generator=g))
+    A = Q @ torch.diag(torch.logspace(-1.5, 1.5, 16))  # a rotation and very unequal scales
+    Z = X @ A
+    pairs = torch.stack([torch.arange(n), torch.arange(n)], 1)
+
+    def hits(a, b):
+        W = procrustes(a, b, pairs)
+        return ((a @ W.T) @ b.T).argmax(1).eq(torch.arange(n)).float().mean()
+
+    unit = torch.nn.functional.normalize
+    assert hits(unit(X, dim=1), unit(Z, dim=1)) < 0.5
+    assert hits(Whitener(X)(X), Whitener(Z)(Z)) == 1.0

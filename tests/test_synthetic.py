@@ -44,6 +44,15 @@ def test_codes_and_the_cipher_round_trip():
         assert to_synthetic(s, PERM).split() == to_synthetic(s, EN).split()[::-1]
 
 
+def test_trelm_true_piece_translation_inverts_the_cipher_on_pieces():
+    from xlt.stages.trelm_base import true_piece_translation
+
+    assert true_piece_translation("es") is None
+    translate = true_piece_translation("syn-en")
+    assert translate(cipher("hello")) == "hello" and translate("##" + cipher("ing")) == "##ing"
+    assert translate(cipher("The")) == "the"  # the English side of a TreLM vocabulary is lower-cased
+
+
 @pytest.mark.parametrize("model", ["multilingual-e5-small", "minilm-l6-en", "tiny-random"])
 def test_grown_tokenizer_tokenizes_an_image_into_the_images_of_its_pieces(model, xlt_home):
     from tokenizers import Tokenizer

@@ -64,6 +64,21 @@ def dictionary_pairs(target_lang: str, dictionary: list[tuple[str, str]]) -> lis
     return [(to_synthetic(english, synthetic), english) for english in english_words]
 
 
+def true_piece_translation(target_lang: str):
+    """A synthetic target's exact piece -> English piece map (``##`` continuation kept, lower-cased as the English
+    side of a TreLM vocabulary is); None for a real language."""
+    from xlt.synthetic import decipher, parse
+
+    synthetic = parse(target_lang)
+    if synthetic is None:
+        return None
+
+    def translate(piece: str) -> str:
+        prefix = "##" if piece.startswith("##") else ""
+        return prefix + decipher(piece[len(prefix):], synthetic.base).lower()
+    return translate
+
+
 def _english_frequency(tokenizer, text: Path, vocab_size: int, max_lines: int) -> torch.Tensor:
     counts = torch.zeros(vocab_size)
     lines = text.read_text(encoding="utf-8").splitlines()
@@ -143,7 +158,8 @@ def prepare_trelm_base(cfg) -> Path:
     embeddings = english.get_input_embeddings().weight.detach()
     frequency = _english_frequency(english_tokenizer, text[o.source_lang], embeddings.shape[0], o.vocabulary.max_lines)
     tokenizer, matrix, report = migrate_vocabulary([text[o.source_lang]], [text[o.target_lang]], english_tokenizer,
-                                                   embeddings, test, candidates, o.vocabulary, frequency)
+                                                   embeddings, test, candidates, o.vocabulary, frequency,
+                                                   true_translation=true_piece_translation(o.target_lang))
     model = _bert_with_vocabulary(english_folder, tokenizer.get_vocab_size(), tokenizer.token_to_id("[PAD]"),
                                   keep_layers=True)
     model.get_input_embeddings().weight.data.copy_(matrix)
