@@ -80,11 +80,9 @@ def test_new_vocabulary_and_its_fasttext_vectors(tmp_path):
     assert torch.allclose(both[1], (vectors[vocab["perro"]] + vectors[vocab["gato"]]) / 2)
 
 
-def test_migrate_vocabulary_end_to_end_on_a_toy_pair(tmp_path):
-    import pytest
-    pytest.importorskip("gensim", reason="gensim (extra trelm) is not installed")
-    from xlt.align.migrate_vocabulary import VocabularySettings, migrate_vocabulary
-    from xlt.align.subword_vectors import fasttext_vectors, train_wordpiece
+def _toy_pair(tmp_path):
+    """Ten English words in 59 lines, a 'language' that spells each backwards, an English WordPiece vocabulary."""
+    from xlt.align.subword_vectors import train_wordpiece
 
     words = ["house", "dog", "cat", "eats", "sleeps", "small", "big", "the", "in", "garden"]
     lines = [" ".join(words[(i * k) % 10] for k in range(1, 6)) for i in range(1, 60)]
@@ -92,6 +90,16 @@ def test_migrate_vocabulary_end_to_end_on_a_toy_pair(tmp_path):
     en.write_text("\n".join(lines) + "\n", encoding="utf-8")
     xx.write_text("\n".join(" ".join(w[::-1] for w in line.split()) for line in lines) + "\n", encoding="utf-8")
     en_tok = train_wordpiece([en], vocab_size=80, min_frequency=1)
+    return words, en, xx, en_tok
+
+
+def test_migrate_vocabulary_end_to_end_on_a_toy_pair(tmp_path):
+    import pytest
+    pytest.importorskip("gensim", reason="gensim (extra trelm) is not installed")
+    from xlt.align.migrate_vocabulary import VocabularySettings, migrate_vocabulary
+    from xlt.align.subword_vectors import fasttext_vectors
+
+    words, en, xx, en_tok = _toy_pair(tmp_path)
     en_emb, _ = fasttext_vectors(en_tok, [en], dim=12, epochs=3)
     settings = VocabularySettings(vocab_size=120, fasttext_epochs=3, refinement_iterations=2,
                                   adversarial=AdversarialSettings(epochs=1, epoch_size=320, discriminator_hidden=16,
@@ -172,14 +180,9 @@ def test_migrate_vocabulary_through_the_english_fasttext_space(tmp_path):
     import pytest
     pytest.importorskip("gensim", reason="gensim (extra trelm) is not installed")
     from xlt.align.migrate_vocabulary import VocabularySettings, migrate_vocabulary
-    from xlt.align.subword_vectors import SPECIALS, train_wordpiece
+    from xlt.align.subword_vectors import SPECIALS
 
-    words = ["house", "dog", "cat", "eats", "sleeps", "small", "big", "the", "in", "garden"]
-    lines = [" ".join(words[(i * k) % 10] for k in range(1, 6)) for i in range(1, 60)]
-    en, xx = tmp_path / "en.txt", tmp_path / "xx.txt"
-    en.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    xx.write_text("\n".join(" ".join(w[::-1] for w in line.split()) for line in lines) + "\n", encoding="utf-8")
-    en_tok = train_wordpiece([en], vocab_size=80, min_frequency=1)
+    words, en, xx, en_tok = _toy_pair(tmp_path)
     en_emb = torch.randn(en_tok.get_vocab_size(), 12, generator=torch.Generator().manual_seed(0))
     settings = VocabularySettings(vocab_size=120, fasttext_epochs=3, refinement_iterations=2,
                                   map_into="english_fasttext",

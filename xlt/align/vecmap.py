@@ -21,8 +21,8 @@ from xlt.align.embedding_map import knn_mean_similarity
 class Whitener:
     """x -> unit(x C^(-1/2)), C the covariance of the rows it was fitted on (VecMap's whitening step; Artetxe et al.,
     AAAI 2018, "Generalizing and improving bilingual word embedding mappings...").  Two spaces related by any
-    invertible linear map are related by an orthogonal one once both are whitened, so an orthogonal map (Procrustes,
-    self-learning) can then reach what only a general linear map reached before."""
+    invertible linear map are related by an orthogonal one once both are whitened, so an orthogonal map (Procrustes
+    and its refinement) can then reach what only a general linear map reached before."""
 
     def __init__(self, rows: torch.Tensor, eps: float = 1e-6) -> None:
         values, vectors = torch.linalg.eigh((rows.T @ rows / len(rows)).double())
