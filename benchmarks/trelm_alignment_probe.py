@@ -60,10 +60,9 @@ def texts(data_dir: Path, setting: str, folder: Path) -> dict[str, Path]:
 
 def probe(files: dict[str, Path]) -> list[dict]:
     from xlt.align.embedding_map import heldout_anchor_precision, procrustes, refine
-    from xlt.align.fasttext_bridge import seen_by_frequency, token_counts
-    from xlt.align.migrate_vocabulary import Normaliser
-    from xlt.align.subword_vectors import SPECIALS, fasttext_vectors, train_wordpiece
-    from xlt.align.vecmap import Whitener, similarity_seed
+    from xlt.align.fasttext_bridge import seen_by_frequency, space_preparation, true_pairs
+    from xlt.align.subword_vectors import SPECIALS, fasttext_vectors, token_counts, train_wordpiece
+    from xlt.align.vecmap import similarity_seed
     from xlt.stages.trelm_base import true_piece_translation
 
     start = time.time()
@@ -73,18 +72,12 @@ def probe(files: dict[str, Path]) -> list[dict]:
     for lang, path in files.items():
         vectors[lang], _ = fasttext_vectors(tokenizer, [path], 300, 5, 1)
         seen[lang] = seen_by_frequency(token_counts(tokenizer, [path]), specials)
-    position = {int(i): n for n, i in enumerate(seen["en"])}
-    translate, vocab = true_piece_translation("syn-en"), tokenizer.get_vocab()
-    true = [(n, position.get(vocab.get(translate(tokenizer.id_to_token(int(i))), -1)))
-            for n, i in enumerate(seen["syn-en"])]
-    true = torch.tensor([p for p in true if p[1] is not None], dtype=torch.long)
+    true = true_pairs(tokenizer, seen["syn-en"], seen["en"], true_piece_translation("syn-en"))
     gold = {a: b for a, b in true.tolist() if a < TOP}
     rows = []
     for prep in ("plain", "whitened"):
-        space = {}
-        for lang in files:
-            x = Normaliser(vectors[lang][seen[lang]])(vectors[lang][seen[lang]])
-            space[lang] = Whitener(x)(x) if prep == "whitened" else x
+        space = {lang: space_preparation(vectors[lang], seen[lang], prep == "whitened")(vectors[lang][seen[lang]])
+                 for lang in files}
         X, Z = space["syn-en"], space["en"]
         ceiling = heldout_anchor_precision(X, Z, true)
         seed = similarity_seed(X, Z, 4000)

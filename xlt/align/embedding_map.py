@@ -30,6 +30,16 @@ def _unit(x: torch.Tensor) -> torch.Tensor:
     return nn.functional.normalize(x, dim=-1)
 
 
+class Normaliser:
+    """MUSE's "renorm,center,renorm", with the centre fitted on one matrix and applied to any vector of its space."""
+
+    def __init__(self, matrix: torch.Tensor) -> None:
+        self.centre = torch.nn.functional.normalize(matrix, dim=1).mean(0, keepdim=True)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.normalize(torch.nn.functional.normalize(x, dim=1) - self.centre, dim=1)
+
+
 def orthogonalize(W: torch.Tensor, beta: float) -> torch.Tensor:
     """One step of W <- (1 + β) W - β (W Wᵀ) W (MUSE's update keeping W close to orthogonal)."""
     return (1 + beta) * W - beta * (W @ W.T) @ W

@@ -29,22 +29,36 @@ from typing import Callable
 
 import torch
 
-
-
-def token_counts(tokenizer, files: list[Path], max_lines: int = 0) -> torch.Tensor:
-    """(V,) how often each vocabulary entry occurs in ``files`` as ``tokenizer`` splits them."""
-    from xlt.align.subword_vectors import _lines
-
-    counts = torch.zeros(tokenizer.get_vocab_size())
-    for enc in tokenizer.encode_batch(list(_lines(files, max_lines))):
-        counts += torch.bincount(torch.tensor(enc.ids, dtype=torch.long), minlength=len(counts))[:len(counts)]
-    return counts
+from xlt.align.embedding_map import Normaliser
 
 
 def seen_by_frequency(counts: torch.Tensor, exclude: set[int]) -> torch.Tensor:
     """Ids of the entries the text shows, most frequent first (MUSE aligns the most frequent words)."""
     order = counts.argsort(descending=True, stable=True)
     return torch.tensor([int(i) for i in order if counts[i] > 0 and int(i) not in exclude], dtype=torch.long)
+
+
+def space_preparation(vectors: torch.Tensor, seen: torch.Tensor, whiten: bool):
+    """x -> x in the space the alignment works in: unit-centre-unit (MUSE), then, with ``whiten``, each space's
+    covariance to the identity (a linear relation between two spaces becomes an orthogonal one); both fitted on the
+    entries the text shows (``seen``)."""
+    from xlt.align.vecmap import Whitener
+
+    normalise = Normaliser(vectors[seen])
+    if not whiten:
+        return normalise
+    white = Whitener(normalise(vectors[seen]))
+    return lambda x: white(normalise(x))
+
+
+def true_pairs(tokenizer, target_seen: torch.Tensor, english_seen: torch.Tensor,
+               translate: Callable[[str], str]) -> torch.Tensor:
+    """(n, 2) (position in ``target_seen``, position in ``english_seen``) of every target entry whose true
+    translation (``translate``: piece -> piece) the English text shows."""
+    position, vocab = {int(i): n for n, i in enumerate(english_seen)}, tokenizer.get_vocab()
+    pairs = [(n, position.get(vocab.get(translate(tokenizer.id_to_token(int(i))), -1)))
+             for n, i in enumerate(target_seen)]
+    return torch.tensor([p for p in pairs if p[1] is not None], dtype=torch.long).view(-1, 2)
 
 
 def nearest_rows(queries: torch.Tensor, keys: torch.Tensor, key_rows: torch.Tensor, neighbours: int,
@@ -67,9 +81,8 @@ def bridge_rows(tokenizer, target_files: list[Path], english_tokenizer, source_f
     only: piece -> its English piece) adds the isomorphism ceiling: P@1 of an orthogonal map fitted on half of the
     true piece pairs, on the other half.  Returns (matrix (V_new, H), report)."""
     from xlt.align.embedding_map import heldout_anchor_precision
-    from xlt.align.migrate_vocabulary import CHOSEN, Normaliser, candidate_maps
-    from xlt.align.subword_vectors import SPECIALS, fasttext_vectors, word_vectors
-    from xlt.align.vecmap import Whitener
+    from xlt.align.migrate_vocabulary import CHOSEN, candidate_maps
+    from xlt.align.subword_vectors import SPECIALS, fasttext_vectors, token_counts, word_vectors
 
     s = settings
     # both spaces from the NEW tokenizer (trained on both texts), so the two sides are split alike; the English
@@ -84,17 +97,8 @@ def bridge_rows(tokenizer, target_files: list[Path], english_tokenizer, source_f
     model_vocab = english_tokenizer.get_vocab()
     model_row = torch.tensor([model_vocab.get(tokenizer.id_to_token(int(i)), -1) for i in english_seen])
     has_row = (model_row >= 0) & (model_row < len(english_embeddings))
-
-    def preparation(vectors: torch.Tensor, seen: torch.Tensor):
-        """unit-centre-unit (MUSE), then, with ``whiten``, each space's covariance to the identity (a linear
-        relation between the two spaces becomes an orthogonal one), fitted on the entries the text shows."""
-        normalise = Normaliser(vectors[seen])
-        if not s.whiten:
-            return normalise
-        whiten = Whitener(normalise(vectors[seen]))
-        return lambda x: whiten(normalise(x))
-
-    norm_t, norm_e = preparation(target_vectors, target_seen), preparation(english_vectors, english_seen)
+    norm_t = space_preparation(target_vectors, target_seen, s.whiten)
+    norm_e = space_preparation(english_vectors, english_seen, s.whiten)
     source_space, target_space = norm_t(target_vectors[target_seen]), norm_e(english_vectors[english_seen])
     report: dict = {"fasttext_target": ft_target, "fasttext_english": ft_english, "dim": s.bridge_dim,
                     "target_entries_seen": len(target_seen), "english_entries_seen": len(english_seen),
@@ -109,10 +113,7 @@ def bridge_rows(tokenizer, target_files: list[Path], english_tokenizer, source_f
                             if int(i) in english_position], dtype=torch.long).view(-1, 2)  # the same entry
     report["identical_string_anchors"] = len(anchors)
     if true_translation is not None:
-        vocab = tokenizer.get_vocab()
-        true = [(n, english_position.get(vocab.get(true_translation(tokenizer.id_to_token(int(i))), -1)))
-                for n, i in enumerate(target_seen)]
-        true = torch.tensor([p for p in true if p[1] is not None], dtype=torch.long).view(-1, 2)
+        true = true_pairs(tokenizer, target_seen, english_seen, true_translation)
         report["isomorphism_ceiling"] = heldout_anchor_precision(source_space, target_space, true)
         log({"isomorphism_ceiling": report["isomorphism_ceiling"]})
     maps, maps_report = candidate_maps(source_space, target_space, anchors, s, log)

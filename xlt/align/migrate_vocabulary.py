@@ -35,8 +35,8 @@ from pathlib import Path
 import torch
 
 from xlt.config import positive
-from xlt.align.embedding_map import (AdversarialSettings, adversarial_map, heldout_anchor_precision, precision_at_1,
-                                     procrustes, refine)
+from xlt.align.embedding_map import (AdversarialSettings, Normaliser, adversarial_map, heldout_anchor_precision,
+                                     precision_at_1, procrustes, refine)
 from xlt.align.vecmap import similarity_seed
 from xlt.errors import ConfigError, DataError
 
@@ -65,16 +65,6 @@ class VocabularySettings:
     adversarial: AdversarialSettings = field(default_factory=AdversarialSettings)
     seed_words: int = positive(4000)  # most frequent words VecMap's similarity seed describes
     seed: int = 1
-
-
-class Normaliser:
-    """MUSE's "renorm,center,renorm", with the centre fitted on one matrix and applied to any vector of its space."""
-
-    def __init__(self, matrix: torch.Tensor) -> None:
-        self.centre = torch.nn.functional.normalize(matrix, dim=1).mean(0, keepdim=True)
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.normalize(torch.nn.functional.normalize(x, dim=1) - self.centre, dim=1)
 
 
 def read_dictionary(path: Path) -> list[tuple[str, str]]:
@@ -156,9 +146,7 @@ def _direct_rows(tokenizer, target_files, source_files, english_tokenizer, engli
                  english_frequency, word_precision, english_words, log):
     """The paper's path: joint fastText vectors of the new vocabulary mapped straight into the English model's
     input space (adversarial and identical-strings maps, both reported); rows scaled to the English mean norm."""
-    from xlt.align.subword_vectors import fasttext_vectors, word_vectors
-
-    from xlt.align.fasttext_bridge import token_counts
+    from xlt.align.subword_vectors import fasttext_vectors, token_counts, word_vectors
 
     vectors, ft_report = fasttext_vectors(tokenizer, target_files + source_files, english_embeddings.shape[1],
                                           s.fasttext_epochs, s.seed, s.max_lines)

@@ -72,6 +72,14 @@ def fasttext_vectors(tokenizer, files: list[Path], dim: int, epochs: int = 5, se
     return out, report
 
 
+def token_counts(tokenizer, files: list[Path], max_lines: int = 0) -> torch.Tensor:
+    """(V,) how often each vocabulary entry occurs in ``files`` as ``tokenizer`` splits them."""
+    counts = torch.zeros(tokenizer.get_vocab_size())
+    for enc in tokenizer.encode_batch(list(_lines(files, max_lines))):
+        counts += torch.bincount(torch.tensor(enc.ids, dtype=torch.long), minlength=len(counts))[:len(counts)]
+    return counts
+
+
 def word_vectors(words: list[str], tokenizer, embeddings: torch.Tensor) -> torch.Tensor:
     """(len(words), H): each word's sub-token vectors averaged (special tokens left out)."""
     out = []

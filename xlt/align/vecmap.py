@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from xlt.align.embedding_map import knn_mean_similarity
+from xlt.align.embedding_map import Normaliser, knn_mean_similarity
 
 
 class Whitener:
@@ -32,18 +32,14 @@ class Whitener:
         return torch.nn.functional.normalize((x.double() @ self.matrix).float(), dim=1)
 
 
-def _unit_centre_unit(x: torch.Tensor) -> torch.Tensor:
-    x = torch.nn.functional.normalize(x, dim=1)
-    return torch.nn.functional.normalize(x - x.mean(0, keepdim=True), dim=1)
-
-
 def similarity_seed(source: torch.Tensor, target: torch.Tensor, words: int = 4000, k: int = 10) -> torch.Tensor:
     """(n, 2) (source row, target row) seed pairs: each side's ``words`` most frequent rows described by the sorted
     rows of sqrt(X Xᵀ) (the matrix square root of the Gram matrix, as VecMap), nearest descriptions under CSLS in
     both directions."""
     def descriptions(x: torch.Tensor) -> torch.Tensor:
         u, s, _ = torch.linalg.svd(x.double(), full_matrices=False)
-        return _unit_centre_unit(((u * s) @ u.T).sort(dim=1).values.float())
+        described = ((u * s) @ u.T).sort(dim=1).values.float()
+        return Normaliser(described)(described)
 
     n = min(words, len(source), len(target))
     xs, zs = descriptions(source[:n]), descriptions(target[:n])

@@ -79,15 +79,6 @@ def true_piece_translation(target_lang: str):
     return translate
 
 
-def _english_frequency(tokenizer, text: Path, vocab_size: int, max_lines: int) -> torch.Tensor:
-    counts = torch.zeros(vocab_size)
-    lines = text.read_text(encoding="utf-8").splitlines()
-    lines = lines[:max_lines] if max_lines else lines
-    for enc in tokenizer.encode_batch(lines):
-        counts += torch.bincount(torch.tensor(enc.ids, dtype=torch.long), minlength=vocab_size)[:vocab_size]
-    return counts
-
-
 def _save(model, tokenizer_folder: Path | None, tokenizer, out: Path, report: dict) -> Path:
     tmp = out.with_name(out.name + ".tmp")
     if tmp.exists():
@@ -122,6 +113,7 @@ def prepare_trelm_base(cfg) -> Path:
     """Build (or find) the run's base folder; see the module docstring."""
     from xlt import zoo
     from xlt.align.migrate_vocabulary import migrate_vocabulary, read_dictionary
+    from xlt.align.subword_vectors import token_counts
 
     o = cfg.options
     out = base_folder(cfg)
@@ -156,7 +148,9 @@ def prepare_trelm_base(cfg) -> Path:
     english_tokenizer = zoo.load_tokenizer(english_folder)
     english, _, _ = zoo.load_encoder(str(english_folder))
     embeddings = english.get_input_embeddings().weight.detach()
-    frequency = _english_frequency(english_tokenizer, text[o.source_lang], embeddings.shape[0], o.vocabulary.max_lines)
+    frequency = torch.zeros(embeddings.shape[0])  # of each English-model row in the English text
+    counts = token_counts(english_tokenizer, [text[o.source_lang]], o.vocabulary.max_lines)[:len(frequency)]
+    frequency[:len(counts)] = counts
     tokenizer, matrix, report = migrate_vocabulary([text[o.source_lang]], [text[o.target_lang]], english_tokenizer,
                                                    embeddings, test, candidates, o.vocabulary, frequency,
                                                    true_translation=true_piece_translation(o.target_lang))
