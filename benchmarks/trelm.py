@@ -20,7 +20,8 @@ Alignment only (job ``align-bridged``: the base folder, no phases): ``bridged`` 
 an English fastText space (both whitened; identical-strings seed + Procrustes refinement) and builds each row from
 the nearest English entries' MiniLM rows (``options.vocabulary.map_into=english_fasttext``,
 xlt.align.fasttext_bridge), against the paper's direct map into MiniLM's input embeddings; word-translation P@1 of
-every map and of the initialised rows.
+every map and of the initialised rows; ``pretrain-bridged`` then runs the shipped phases on that base (the same
+steps as ``migrated``; only the initial rows differ) and ``mtod-bridged`` fine-tunes it.
 
 Fine-tuning (config ``mtod-target-trained-es``: 1000 steps x 32, seeds 1-3) of each pre-trained model and of
 ``unmigrated`` (minilm-l6-en as shipped) and ``multilingual`` (multilingual-e5-small).
@@ -36,8 +37,8 @@ from pathlib import Path
 
 from jobqueue import RUNS, pretrain, queue_main, train_evaluate
 
-PRETRAINED = ["migrated", "without_cdlm", "random_init", "from_scratch", "from_scratch_lr5e-4"]
-FINE_TUNED = ["migrated", "unmigrated", "from_scratch", "multilingual", "without_cdlm", "random_init",
+PRETRAINED = ["migrated", "bridged", "without_cdlm", "random_init", "from_scratch", "from_scratch_lr5e-4"]
+FINE_TUNED = ["migrated", "bridged", "unmigrated", "from_scratch", "multilingual", "without_cdlm", "random_init",
               "from_scratch_lr5e-4"]
 SHIPPED = {"unmigrated": "minilm-l6-en", "multilingual": "multilingual-e5-small"}
 ALL = '["*"]'
