@@ -92,7 +92,13 @@ def run_pretrain(variant: str, data_dir: str, base_only: bool = False) -> Path:
     cfg = load_stage_config(find_config("pretrain-trelm-es"), [
         f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
         *variant_overrides(variant)])
-    return prepare_trelm_base(cfg) if base_only else pretrain(cfg)
+    if not base_only:
+        return pretrain(cfg)
+    # the run's config beside its base: the pretrain job of the same variant then continues this folder
+    from xlt.config import save_config
+    cfg.run_dir.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, cfg.run_dir / "config.yaml")
+    return prepare_trelm_base(cfg)
 
 
 def run_fine_tune(variant: str, seed: int, data_dir: str) -> Path:

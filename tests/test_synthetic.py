@@ -171,6 +171,36 @@ def test_corpora_read_the_base_files_re_written(tmp_path, xlt_home):
     assert pairs.train.other[0] == tok.encode(to_synthetic(lines[0], PERM)).ids
 
 
+def test_line_selection_splits_one_text_into_non_overlapping_halves(tmp_path, xlt_home):
+    """corpus.line_selection {en: [2, 0], syn-en: [2, 1]}: English reads the even lines, the synthetic language the
+    image of the odd ones (comparable text, no sentence on both sides); a bad rule is a config error."""
+    from xlt.config import CorpusConfig
+    from xlt.data.corpora import load_corpus
+    from xlt.errors import ConfigError
+
+    (tmp_path / "mono" / "en").mkdir(parents=True)
+    lines = [f"{s.lower()} {i}" for i, s in enumerate(SENTENCES * 3)]
+    (tmp_path / "mono" / "en" / "a.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    folder = zoo.resolve("tiny-random+syn-en")
+    tok = prepare_tokenizer(zoo.load_tokenizer(folder))
+    image_of = dict(id_pairs(folder, "en"))
+    langs = {"en": ["mono/en/*.txt"], "syn-en": ["mono/en/*.txt"]}
+    cfg = CorpusConfig(data_dir=str(tmp_path), langs=langs, line_selection={"en": [2, 0], "syn-en": [2, 1]},
+                       heldout_lines=1, max_length=64)
+    corpus = load_corpus(cfg, tok, folder / "tokenizer.json", tmp_path / "cache")
+    english = [s for s, lang in zip(corpus.train, corpus.train_langs) if lang == "en"]
+    synthetic = [s for s, lang in zip(corpus.train, corpus.train_langs) if lang == "syn-en"]
+    assert english == [tok.encode(line).ids for line in lines[0::2][:-1]]
+    assert synthetic == [[image_of.get(i, i) for i in tok.encode(line).ids] for line in lines[1::2][:-1]]
+    everything = load_corpus(CorpusConfig(data_dir=str(tmp_path), langs=langs, heldout_lines=1, max_length=64), tok,
+                             folder / "tokenizer.json", tmp_path / "cache")  # the cache tells the two apart
+    assert len(everything.train) == 2 * (len(lines) - 1)
+    for rule, problem in (({"de": [2, 0]}, "no such language"), ({"en": [2, 2]}, "0 <= k < n")):
+        with pytest.raises(ConfigError, match=problem):
+            load_corpus(CorpusConfig(data_dir=str(tmp_path), langs=langs, line_selection=rule), tok,
+                        folder / "tokenizer.json", tmp_path / "cache")
+
+
 def test_runs_in_a_synthetic_language_export_and_translate_test_is_exact(tiny_cfg, tmp_path):
     from xlt.serve.export import export_run
     from xlt.serve.predictor import OnnxPredictor, Request

@@ -90,3 +90,22 @@ def test_trelm_from_scratch_shares_the_migrated_runs_vocabulary_and_is_target_tr
     (folder / "results.json").write_text("{}")
     config, extra = synthetic.spec("xsid-after_trelm_scratch-permuted", 1)
     assert f"model.name={folder / 'model'}" in extra and "data.source_lang=syn-en-perm" in extra
+
+
+def test_every_stage_loads_as_a_config_and_the_comparable_text_splits_one_text(monkeypatch, tmp_path):
+    """Each stage's overrides make a valid config of its shipped stage (unknown keys or bad values would be errors);
+    the comparable TreLM runs read the same files on both sides, English the even lines, the synthetic language the
+    odd ones, and their from-scratch baseline reuses their vocabulary."""
+    from xlt.config import find_config, load_stage_config
+
+    monkeypatch.setattr(synthetic, "RUNS", tmp_path)
+    for stage, (config, overrides) in synthetic.STAGES.items():
+        for lang in synthetic.VARIANTS.values():
+            cfg = load_stage_config(find_config(config), overrides(lang))
+            assert lang in cfg.corpus.langs or lang in cfg.corpus.parallel, stage
+    cfg = load_stage_config(find_config("pretrain-trelm-es"),
+                            synthetic.STAGES["trelm_scratch_comparable"][1]("syn-en"))
+    assert cfg.corpus.line_selection == {"en": [2, 0], "syn-en": [2, 1]}
+    assert cfg.corpus.langs["en"] == cfg.corpus.langs["syn-en"] == synthetic.COMPARABLE
+    assert cfg.options.base_from == str(tmp_path / "synthetic-pretrain-trelm_bridge_comparable-same_order")
+    assert cfg.options.vocabulary.map_into == "english_fasttext"

@@ -300,6 +300,10 @@ class CorpusConfig:
     # line-aligned parallel text by non-English language, for stages that read pairs (Unicoder): globs of that
     # language's files, the English side being the same path with suffix .en, or "other_file|english_file"
     parallel: dict[str, list[str]] = field(default_factory=dict)
+    # {lang: [n, k]}: that language reads only lines i of its files with i % n == k (i counts usable lines), so
+    # one text gives two languages non-overlapping halves, e.g. {en: [2, 0], syn-en: [2, 1]}: comparable text with
+    # no sentence on both sides (the split of Lample et al. 2018, "Unsupervised MT using monolingual corpora only")
+    line_selection: dict[str, list[int]] = field(default_factory=dict)
     heldout_lines: int = 500  # the last N lines of each file: held out for evaluation, never trained on
     max_lines: int = 0  # >0: read at most this many training lines per file (stated in the report)
     max_length: int = positive(64)  # sub-tokens per training sequence; longer lines are split into pieces (counted)

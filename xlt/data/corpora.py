@@ -5,7 +5,8 @@ file, the text file (path, size, modification time) and the settings, so a chang
 The last ``heldout_lines`` non-empty lines of each file are held out for evaluation and never trained on.  A line
 longer than ``max_length`` sub-tokens is split into pieces of at most that length (with the special tokens of each
 piece), counted in the report, never truncated.  A synthetic language (``corpus.langs: {syn-en: [mono/en/*.txt]}``)
-reads its base language's files and re-writes each line (``xlt.synthetic``).  Lines that are not UTF-8 are skipped
+reads its base language's files and re-writes each line (``xlt.synthetic``); ``corpus.line_selection`` gives a
+language every n-th line of its files only.  Lines that are not UTF-8 are skipped
 and counted; a glob that matches no file, or a file without usable lines, is an error naming it.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from safetensors.torch import load_file, save_file
 
 from xlt.config import CorpusConfig
 from xlt.data.readers import text_lines
-from xlt.errors import DataError
+from xlt.errors import ConfigError, DataError
 from xlt.synthetic import is_synthetic, rewrite_lines
 
 
@@ -34,12 +35,33 @@ class Corpus:
     heldout_langs: list[str] = field(default_factory=list)
 
 
+def _check_line_selection(cfg: CorpusConfig) -> None:
+    for lang, rule in cfg.line_selection.items():
+        if lang not in cfg.langs:
+            raise ConfigError(f"corpus.line_selection.{lang}: no such language in corpus.langs "
+                              f"({sorted(cfg.langs) or 'empty'})")
+        if len(rule) != 2 or not 0 <= rule[1] < rule[0]:
+            raise ConfigError(f"corpus.line_selection.{lang}={rule}: expected [n, k] with 0 <= k < n (lines i with "
+                              "i % n == k)")
+
+
+def language_lines(path: Path, lang: str, cfg: CorpusConfig) -> tuple[list[str], dict]:
+    """The usable lines of ``path`` as language ``lang`` reads them: ``corpus.line_selection``'s share of them, then
+    re-written when ``lang`` is synthetic; and the counts of skipped (unreadable) lines."""
+    lines, skipped = text_lines(path)
+    if lang in cfg.line_selection:
+        n, k = cfg.line_selection[lang]
+        lines = lines[k::n]
+    return rewrite_lines(lines, lang), skipped  # syn-en: the English file's lines, re-written
+
+
 def corpus_files(cfg: CorpusConfig) -> list[tuple[Path, str]]:
     """(file, language) of every file: ``corpus.files`` ("" language) then ``corpus.langs`` (a file once)."""
     base = Path(cfg.data_dir)
     if not cfg.files and not cfg.langs:
         raise DataError("corpus.files and corpus.langs are empty: name text files under corpus.data_dir (globs, "
                         "e.g. mono/ja/*.txt)")
+    _check_line_selection(cfg)
     files: list[tuple[Path, str]] = []
     groups = [("", cfg.files, "corpus.files")] + [(lang, globs, f"corpus.langs.{lang}")
                                                    for lang, globs in cfg.langs.items()]
@@ -65,8 +87,7 @@ def _pieces(ids: list[int], max_length: int, n_special: int) -> list[list[int]]:
 
 def _tokenize_file(path: Path, tokenizer, cfg: CorpusConfig, lang: str = ""
                    ) -> tuple[list[list[int]], list[list[int]], dict]:
-    lines, skipped = text_lines(path)
-    lines = rewrite_lines(lines, lang)  # syn-en: the English file's lines, re-written
+    lines, skipped = language_lines(path, lang, cfg)
     bad = sum(skipped.values())
     if not lines:
         raise DataError(f"{path}: no usable lines ({bad} unreadable: {skipped or 'the file is empty'})")
@@ -116,6 +137,8 @@ def load_corpus(cfg: CorpusConfig, tokenizer, tokenizer_file: Path, cache_dir: P
         stat = path.stat()
         parts = [tok_hash, str(path.resolve()), stat.st_size, stat.st_mtime_ns, cfg.heldout_lines, cfg.max_lines,
                  cfg.max_length] + ([lang] if is_synthetic(lang) else [])
+        if lang in cfg.line_selection:
+            parts.append(cfg.line_selection[lang])
         key = hashlib.sha1(json.dumps(parts).encode()).hexdigest()
         cached = cache_dir / f"{key}.safetensors"
         if cached.exists():

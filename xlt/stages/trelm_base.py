@@ -36,14 +36,11 @@ def base_folder(cfg) -> Path:
 def _train_text(cfg, folder: Path) -> dict[str, Path]:
     """The training lines of each language of ``corpus.langs`` (held-out tail of each file left out), one file per
     language under ``folder``."""
-    from xlt.data.corpora import corpus_files
-    from xlt.data.readers import text_lines
-
-    from xlt.synthetic import rewrite_lines
+    from xlt.data.corpora import corpus_files, language_lines
 
     out: dict[str, Path] = {}
     for path, lang in corpus_files(cfg.corpus):
-        lines = rewrite_lines(text_lines(path)[0], lang)  # syn-en: the English file re-written
+        lines = language_lines(path, lang, cfg.corpus)[0]  # syn-en: the English file re-written
         keep = lines[:len(lines) - cfg.corpus.heldout_lines] if cfg.corpus.heldout_lines else lines
         out.setdefault(lang, folder / f"{lang}.txt")
         with open(out[lang], "a", encoding="utf-8") as handle:
