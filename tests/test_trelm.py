@@ -49,7 +49,8 @@ def trelm_overrides(data, tmp_path, *extra) -> list[str]:
     steps = [f"phases.{i}.{k}={v}" for i in range(4) for k, v in (("steps", 3), ("eval_every", 3),
                                                                   ("batch_size", 4))]
     return ["model.name=tiny-random", f"corpus.data_dir={data}", "corpus.heldout_lines=4",
-            "corpus.parallel.es=[parallel/en-es/p.es]", f"output_dir={tmp_path / 'runs'}", "name=trelm",
+            "corpus.langs={en: [mono/en/*.txt], es: [mono/es/*.txt]}", "corpus.parallel.es=[parallel/en-es/p.es]",
+            f"output_dir={tmp_path / 'runs'}", "name=trelm",
             "options.vocabulary.vocab_size=150", "options.vocabulary.fasttext_epochs=1",
             "options.vocabulary.refinement_iterations=1", "options.vocabulary.adversarial.epochs=1",
             "options.vocabulary.adversarial.epoch_size=64", "options.vocabulary.adversarial.discriminator_hidden=8",
