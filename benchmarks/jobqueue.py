@@ -100,6 +100,18 @@ def pretrain(cfg) -> Path:
     return cfg.run_dir
 
 
+def trelm_base(cfg) -> Path:
+    """Build a TreLM stage's base folder alone (vocabulary, fastText, alignment), with the run's config.yaml beside it
+    so the pre-training job of the same run continues that folder (run_stage refuses a folder that holds files but
+    no config)."""
+    from xlt.config import save_config
+    from xlt.stages.trelm_base import prepare_trelm_base
+
+    cfg.run_dir.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, cfg.run_dir / "config.yaml")
+    return prepare_trelm_base(cfg)
+
+
 IDENTITY = ("method", "dataset", "variant", "pair", "phase", "step", "lang", "seed", "regime", "translator", "model",
             "states")
 

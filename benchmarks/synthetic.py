@@ -32,7 +32,8 @@ import statistics
 import time
 from pathlib import Path
 
-from jobqueue import RESULTS, RUNS, committed_results, git_commit, merge_rows, pretrain, queue_main, train_evaluate
+from jobqueue import (RUNS, committed_results, git_commit, merge_rows, pretrain, queue_main,
+                      train_evaluate, trelm_base)
 
 DATASETS = ("xsid", "pawsx")
 VARIANTS = {"same_order": "syn-en", "permuted": "syn-en-perm"}
@@ -57,6 +58,7 @@ COMMON = ["model.freeze_embeddings=false", "translation.translator=synthetic", "
 EN_FILES = ["mono/en/libreoffice.txt", "mono/en/manpages.txt"]
 SYN_FILES = ["mono/en/fortunes.txt", "mono/en/gettext.txt"]
 PAIR_FILES = ["mono/en/fortunes.txt", "mono/en/gettext.txt"]
+COMPARABLE = EN_FILES + SYN_FILES  # both sides of the comparable TreLM runs (corpus.line_selection splits them)
 STAGES = {
     # K et al.'s setting: MLM on English + synthetic monolingual text (no parallel data)
     "mlm": ("pretrain-mlm-ja", lambda lang: [
@@ -106,7 +108,6 @@ STAGES = {
         *STAGES["trelm_bridge_comparable"][1](lang), "options.init=scratch",
         f"options.base_from={stage_dir('trelm_bridge_comparable', LANG_VARIANT[lang])}"]),
 }
-COMPARABLE = EN_FILES + SYN_FILES
 LANG_VARIANT = {lang: variant for variant, lang in VARIANTS.items()}
 
 
@@ -178,14 +179,13 @@ def target_trained(lang: str) -> list[str]:
 def run_pretrain(stage: str, variant: str, data_dir: str, base_only: bool = False) -> Path:
     """The stage (``base_only``: TreLM's base folder alone: vocabulary, fastText, alignment; the stage reuses it)."""
     from xlt.config import find_config, load_stage_config
-    from xlt.stages.trelm_base import prepare_trelm_base
 
     config, overrides = STAGES[stage]
     folder = stage_dir(stage, variant)
     cfg = load_stage_config(find_config(config), [f"corpus.data_dir={data_dir}", f"output_dir={folder.parent}",
                                                    f"name={folder.name}", *overrides(VARIANTS[variant]),
                                                    *STAGE_TEST_OVERRIDES])
-    return prepare_trelm_base(cfg) if base_only else pretrain(cfg)
+    return trelm_base(cfg) if base_only else pretrain(cfg)
 
 
 def spec(job: str, seed: int) -> tuple[str, list[str]]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobqueue import RUNS, pretrain, queue_main, train_evaluate
+from jobqueue import RUNS, pretrain, queue_main, train_evaluate, trelm_base
 
 PRETRAINED = ["migrated", "bridged", "without_cdlm", "random_init", "from_scratch", "from_scratch_lr5e-4"]
 FINE_TUNED = ["migrated", "bridged", "unmigrated", "from_scratch", "multilingual", "without_cdlm", "random_init",
@@ -87,18 +87,11 @@ def variant_overrides(variant: str) -> list[str]:
 
 def run_pretrain(variant: str, data_dir: str, base_only: bool = False) -> Path:
     from xlt.config import find_config, load_stage_config
-    from xlt.stages.trelm_base import prepare_trelm_base
 
     cfg = load_stage_config(find_config("pretrain-trelm-es"), [
         f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
         *variant_overrides(variant)])
-    if not base_only:
-        return pretrain(cfg)
-    # the run's config beside its base: the pretrain job of the same variant then continues this folder
-    from xlt.config import save_config
-    cfg.run_dir.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, cfg.run_dir / "config.yaml")
-    return prepare_trelm_base(cfg)
+    return trelm_base(cfg) if base_only else pretrain(cfg)
 
 
 def run_fine_tune(variant: str, seed: int, data_dir: str) -> Path:
