@@ -58,6 +58,7 @@ COMMON = ["model.freeze_embeddings=false", "translation.translator=synthetic", "
 EN_FILES = ["mono/en/libreoffice.txt", "mono/en/manpages.txt"]
 SYN_FILES = ["mono/en/fortunes.txt", "mono/en/gettext.txt"]
 PAIR_FILES = ["mono/en/fortunes.txt", "mono/en/gettext.txt"]
+TRELM_STEPS = (400, 200, 200, 400)  # commonality, s2t, t2s, specific
 COMPARABLE = EN_FILES + SYN_FILES  # both sides of the comparable TreLM runs (corpus.line_selection splits them)
 STAGES = {
     # K et al.'s setting: MLM on English + synthetic monolingual text (no parallel data)
@@ -80,11 +81,12 @@ STAGES = {
         # 300 + 300 steps fit 20 min on this CPU: a step of the DAE + BT phase averaged ~3 s (DAE ~0.7 s)
         "phases.0.steps=300", "phases.0.eval_every=300", "phases.1.steps=300", "phases.1.eval_every=300"]),
     # TreLM: migrate the English MiniLM to the synthetic language (new vocabulary, aligned embeddings, CdLM on the
-    # exact pairs); 4 x 600 steps
+    # exact pairs); 400 + 200 + 200 + 400 steps fit 20 min on this CPU (the real pair's phases took 0.36 / 2.0 / 2.0 /
+    # 0.45 s a step: trelm.md), held-out BPW after each phase
     "trelm": ("pretrain-trelm-es", lambda lang: [
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
         f"corpus.parallel={{{lang}: [{', '.join(PAIR_FILES)}]}}", f"options.target_lang={lang}",
-        *[f"phases.{i}.{k}={v}" for i in range(4) for k, v in (("steps", 600), ("eval_every", 300))],
+        *[f"phases.{i}.{k}={n}" for i, n in enumerate(TRELM_STEPS) for k in ("steps", "eval_every")],
         # MUSE's adversarial game (~25 CPU-min for 5 epochs here) stayed at chance on the real pair (trelm.md) and on
         # the synthetic bridge (synthetic.md): skipped; VecMap's similarity seed initialises instead (no shared strings)
         "options.vocabulary.adversarial.epochs=0", "options.vocabulary.alignment=similarity_seed"]),
@@ -96,7 +98,8 @@ STAGES = {
     # TreLM's "from scratch" baseline: the migrated run's vocabulary and architecture, every weight random, the same
     # phases and steps (run after pretrain-trelm-VARIANT)
     "trelm_scratch": ("pretrain-trelm-es", lambda lang: [
-        *STAGES["trelm"][1](lang), "options.init=scratch", f"options.base_from={stage_dir('trelm', LANG_VARIANT[lang])}"]),
+        *STAGES["trelm"][1](lang), "options.init=scratch",
+        f"options.base_from={stage_dir('trelm', LANG_VARIANT[lang]) / 'base'}"]),
     # the bridge on COMPARABLE text (trelm_alignment_probe.py: the disjoint files' domains differ, and no seed finds
     # the bijection there): all four files on both sides, English their even lines, the synthetic language the image
     # of their odd lines (corpus.line_selection: still no sentence on both sides); CdLM's pairs as above
@@ -106,7 +109,7 @@ STAGES = {
     # its "from scratch" baseline (run after pretrain-trelm_bridge_comparable-VARIANT)
     "trelm_scratch_comparable": ("pretrain-trelm-es", lambda lang: [
         *STAGES["trelm_bridge_comparable"][1](lang), "options.init=scratch",
-        f"options.base_from={stage_dir('trelm_bridge_comparable', LANG_VARIANT[lang])}"]),
+        f"options.base_from={stage_dir('trelm_bridge_comparable', LANG_VARIANT[lang]) / 'base'}"]),
 }
 LANG_VARIANT = {lang: variant for variant, lang in VARIANTS.items()}
 
@@ -138,9 +141,13 @@ def stage_rows(runs: Path, stage: str, variant: str) -> list[dict]:
     path = folder / "results.json"
     if not path.exists():
         return rows
-    final = json.loads(path.read_text())["phases"][-1]["final_eval"]
+    phases = json.loads(path.read_text())["phases"]
+    final = phases[-1]["final_eval"]
     row = {"dataset": "pretraining", "method": f"{STAGE_METHOD[stage]}_pretrain", "variant": variant, "lang": lang,
-           "seed": 1, "final_eval": {k: v for k, v in final.items() if isinstance(v, (int, float))}}
+           "seed": 1, "final_eval": {k: v for k, v in final.items() if isinstance(v, (int, float))},
+           # each phase's steps, training time and held-out target BPW (the pre-training budget the rows state)
+           "phases": [{"name": p["name"], "steps": p["steps"], "train_seconds": round(p["summary"]["train_seconds"]),
+                       "heldout_bpw": p["final_eval"].get(f"heldout_{lang}_bpw")} for p in phases]}
     if stage == "tall":
         row.update(bleu=final.get(f"bleu_en_{lang}"), bleu_back=final.get(f"bleu_{lang}_en"),
                    roundtrip_bleu=final.get("roundtrip_bleu_en"))
@@ -323,7 +330,8 @@ def add_gap_closed(rows: list[dict]) -> None:
 def table(rows: list[dict]) -> str:
     lines = ["# Synthetic-language checks (English -> syn-en / syn-en-perm)", "",
              "Mean over seeds; target-language metrics; gap closed = (method - zero-shot) / (English - zero-shot).",
-             "", "| dataset | variant | method | seeds | target | English | gap closed |", "|---|---|---|---|---|---|---|"]
+             "", "| dataset | variant | method | seeds | target | English | gap closed |",
+             "|---|---|---|---|---|---|---|"]
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         if r["lang"] != "en" and r["dataset"] in MAIN:

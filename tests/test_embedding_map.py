@@ -80,6 +80,23 @@ def test_new_vocabulary_and_its_fasttext_vectors(tmp_path):
     assert torch.allclose(both[1], (vectors[vocab["perro"]] + vectors[vocab["gato"]]) / 2)
 
 
+def test_the_same_text_gives_the_same_wordpiece_vocabulary(tmp_path):
+    """tokenizers' trainer alone numbers the ``##c`` pieces in hash-map order and breaks merge ties by those ids
+    (huggingface/tokenizers#1794): on this text 20 trainings gave 20 vocabularies.  Ours: one, ``##c`` ordinary."""
+    from xlt.align.subword_vectors import SPECIALS, train_wordpiece
+
+    text = tmp_path / "t.txt"
+    text.write_text("\n".join(["la casa es pequeña", "el perro come en la casa", "la casa grande", "el gato duerme",
+                               "el perro y el gato", "abcd efgh ijkl mnop", "qrst uvwx yzab cdef"] * 20) + "\n",
+                    encoding="utf-8")
+    vocabularies = {tuple(sorted(train_wordpiece([text], 90, min_frequency=1).get_vocab().items())) for _ in range(8)}
+    assert len(vocabularies) == 1
+    tok = train_wordpiece([text], 90, min_frequency=1)
+    assert sorted(tok.get_added_tokens_decoder()) == [tok.token_to_id(s) for s in SPECIALS]  # "##c" not special
+    assert len(tok.get_vocab()) == 90 and "##a" in tok.get_vocab()
+    assert tok.decode(tok.encode("el perro duerme").ids) == "el perro duerme"
+
+
 def _toy_pair(tmp_path):
     """Ten English words in 59 lines, a 'language' that spells each backwards, an English WordPiece vocabulary."""
     from xlt.align.subword_vectors import train_wordpiece

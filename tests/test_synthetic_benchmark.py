@@ -77,13 +77,23 @@ def test_a_pretraining_job_and_fine_tuning_on_it(bench, monkeypatch):
     rows = json.loads((root / "results" / "synthetic.json").read_text())["rows"]
     assert {(r["method"], r["lang"]) for r in rows} >= {("continued_mlm", "syn-en-perm"),
                                                        ("continued_mlm_pretrain", "syn-en-perm")}
+    stage_row = next(r for r in rows if r["method"] == "continued_mlm_pretrain")  # the budget each phase used
+    assert [(p["name"], p["steps"]) for p in stage_row["phases"]] == [("head", 1), ("all", 2)]
+    assert all(p["train_seconds"] >= 0 and p["heldout_bpw"] > 0 for p in stage_row["phases"])
 
 
 def test_trelm_from_scratch_shares_the_migrated_runs_vocabulary_and_is_target_trained(monkeypatch, tmp_path):
     monkeypatch.setattr(synthetic, "RUNS", tmp_path)
     overrides = synthetic.STAGES["trelm_scratch"][1]("syn-en-perm")
     assert "options.init=scratch" in overrides
-    assert f"options.base_from={tmp_path / 'synthetic-pretrain-trelm-permuted'}" in overrides
+    # the migrated run's base folder (RUN_DIR/base), where its stage builds vocabulary and rows
+    from xlt.config import find_config, load_stage_config
+    from xlt.stages.trelm_base import base_folder
+
+    migrated = load_stage_config(find_config("pretrain-trelm-es"), [
+        *synthetic.STAGES["trelm"][1]("syn-en-perm"), f"output_dir={tmp_path}",
+        "name=synthetic-pretrain-trelm-permuted"])
+    assert f"options.base_from={base_folder(migrated)}" in overrides
     assert set(synthetic.STAGES["trelm"][1]("syn-en-perm")) < set(overrides)  # same text, phases and steps
     folder = synthetic.stage_dir("trelm_scratch", "permuted")
     folder.mkdir()
@@ -107,5 +117,5 @@ def test_every_stage_loads_as_a_config_and_the_comparable_text_splits_one_text(m
                             synthetic.STAGES["trelm_scratch_comparable"][1]("syn-en"))
     assert cfg.corpus.line_selection == {"en": [2, 0], "syn-en": [2, 1]}
     assert cfg.corpus.langs["en"] == cfg.corpus.langs["syn-en"] == synthetic.COMPARABLE
-    assert cfg.options.base_from == str(tmp_path / "synthetic-pretrain-trelm_bridge_comparable-same_order")
+    assert cfg.options.base_from == str(tmp_path / "synthetic-pretrain-trelm_bridge_comparable-same_order" / "base")
     assert cfg.options.vocabulary.map_into == "english_fasttext"

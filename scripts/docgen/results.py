@@ -58,6 +58,7 @@ SCRIPTS = {
     "training-speed-cuda-b512-bf16": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from "
                                      "benchmarks/gpu_pack.py)",
     "trelm-synthetic-alignment": "python benchmarks/trelm_alignment_probe.py --data-dir ../shared/data",
+    "trelm-row-geometry": "python benchmarks/trelm_row_geometry.py --data-dir ../shared/data --rescaled",
     "tall-scale": "BUDGET=150 bash benchmarks/gpu_run.sh COMMIT tall (on a GPU: benchmarks/tall_scale.py)",
     "translation": "python benchmarks/translation.py --data-dir ../shared/data",
     "translation-throughput": "python benchmarks/translation.py --data-dir ../shared/data",
@@ -91,6 +92,8 @@ CONFIGS = {
     "training-speed-cuda-b512-bf16": "xsid-zero-shot train.batch_size=512 train.mixed_precision=bf16",
     "trelm-synthetic-alignment": "no model: a 30k WordPiece and two 300-d fastText spaces (the TreLM bridge's), "
                                  "VecMap similarity seed + 5 MUSE refinement rounds",
+    "trelm-row-geometry": "pretrain-trelm-es's base (direct map; bridged: trelm.py's variant), then its "
+                          "commonality phase alone on the rescaled bridged rows",
     "tall-scale": "pretrain-tall-en-ja (batch 320, bf16, steps fitted to the budget), then xsid-zero-shot "
                   "train.method=tall",
     "translation": "mtod-translate-train-es, mtod-translate-test-es, xsid-translate-train-sr, xsid-translate-train-da, "

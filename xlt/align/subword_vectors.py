@@ -12,6 +12,7 @@ adversarial alignment"; github agcbi2017/TreLM scripts/train_wordpiece_tokenizer
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
@@ -30,16 +31,43 @@ def _lines(files: Iterable[Path], max_lines: int = 0) -> Iterable[str]:
                     yield line.strip()
 
 
-def train_wordpiece(files: list[Path], vocab_size: int, max_lines: int = 0, min_frequency: int = 2):
-    """A ``tokenizers.Tokenizer`` (BERT WordPiece, ``[CLS] … [SEP]``) trained on the lines of ``files``."""
+def _alphabet(tokenizer, files: list[Path], max_lines: int, limit: int) -> tuple[list[str], list[str]]:
+    """(the ``limit`` most frequent characters of the normalised, pre-tokenized text (ties by character), those of
+    them that continue a word), each in a fixed order."""
+    counts: Counter = Counter()
+    inner: set[str] = set()
+    for line in _lines(files, max_lines):
+        for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(tokenizer.normalizer.normalize_str(line)):
+            counts.update(word)
+            inner.update(word[1:])
+    alphabet = sorted(sorted(counts, key=lambda c: (-counts[c], c))[:limit])
+    return alphabet, [c for c in alphabet if c in inner]
+
+
+def train_wordpiece(files: list[Path], vocab_size: int, max_lines: int = 0, min_frequency: int = 2,
+                    limit_alphabet: int = 1000):
+    """A ``tokenizers.Tokenizer`` (BERT WordPiece, ``[CLS] … [SEP]``) trained on the lines of ``files``; the same
+    text gives the same vocabulary, ids included.
+
+    ``tokenizers``' trainer alone does not: it creates the ``##c`` continuation pieces in hash-map order, their ids
+    break ties between merges of equal count, so two runs differ (huggingface/tokenizers#1794; 20 trainings on 3,000
+    lines gave 20 vocabularies).  Here the alphabet is fixed up front and every ``##c`` is created before training,
+    in that order (passed as special tokens so the trainer finds them, then made ordinary vocabulary again)."""
+    from tokenizers import Tokenizer
     from tokenizers.implementations import BertWordPieceTokenizer
+    from tokenizers.models import WordPiece
+    from tokenizers.processors import BertProcessing
 
     wp = BertWordPieceTokenizer(clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=True)
+    alphabet, continuing = _alphabet(wp._tokenizer, files, max_lines, limit_alphabet)
     wp.train_from_iterator(_lines(files, max_lines), vocab_size=vocab_size, min_frequency=min_frequency,
-                           special_tokens=SPECIALS, limit_alphabet=1000, wordpieces_prefix="##", show_progress=False)
-    tokenizer = wp._tokenizer
-    from tokenizers.processors import BertProcessing  # set once the special tokens have ids
-
+                           special_tokens=SPECIALS + ["##" + c for c in continuing], limit_alphabet=len(alphabet),
+                           initial_alphabet=alphabet, wordpieces_prefix="##", show_progress=False)
+    trained = wp._tokenizer
+    tokenizer = Tokenizer(WordPiece(trained.get_vocab(), unk_token="[UNK]", continuing_subword_prefix="##"))
+    tokenizer.normalizer, tokenizer.pre_tokenizer = trained.normalizer, trained.pre_tokenizer
+    tokenizer.decoder = trained.decoder
+    tokenizer.add_special_tokens(SPECIALS)
     tokenizer.post_processor = BertProcessing(("[SEP]", tokenizer.token_to_id("[SEP]")),
                                               ("[CLS]", tokenizer.token_to_id("[CLS]")))
     return tokenizer
