@@ -130,8 +130,8 @@ def stage_rows(runs: Path, stage: str, variant: str) -> list[dict]:
     folder, lang = runs / stage_dir(stage, variant).name, VARIANTS[variant]
     rows = []
     migration = folder / "base" / "migration.json"
-    if migration.exists():
-        m = json.loads(migration.read_text())
+    m = json.loads(migration.read_text()) if migration.exists() else {}
+    if "precision_at_1" in m:  # (a from-scratch base has no alignment)
         steps = {k: v.get("all") for k, v in m["precision_at_1"].items()}
         rows.append({"dataset": "pretraining", "method": f"{STAGE_METHOD[stage]}_alignment", "variant": variant,
                      "lang": lang, "seed": 1, "precision_at_1": steps.get("initialised_rows"),
