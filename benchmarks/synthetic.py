@@ -145,9 +145,11 @@ def stage_rows(runs: Path, stage: str, variant: str) -> list[dict]:
     final = phases[-1]["final_eval"]
     row = {"dataset": "pretraining", "method": f"{STAGE_METHOD[stage]}_pretrain", "variant": variant, "lang": lang,
            "seed": 1, "final_eval": {k: v for k, v in final.items() if isinstance(v, (int, float))},
-           # each phase's steps, training time and held-out target BPW (the pre-training budget the rows state)
+           # each phase's steps, training time and held-out metrics (TreLM: BPW per language; the budget the rows
+           # state)
            "phases": [{"name": p["name"], "steps": p["steps"], "train_seconds": round(p["summary"]["train_seconds"]),
-                       "heldout_bpw": p["final_eval"].get(f"heldout_{lang}_bpw")} for p in phases]}
+                       "heldout": {k: round(v, 4) for k, v in p["final_eval"].items()
+                                   if k.startswith("heldout_") and isinstance(v, (int, float))}} for p in phases]}
     if stage == "tall":
         row.update(bleu=final.get(f"bleu_en_{lang}"), bleu_back=final.get(f"bleu_{lang}_en"),
                    roundtrip_bleu=final.get("roundtrip_bleu_en"))

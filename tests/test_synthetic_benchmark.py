@@ -79,7 +79,7 @@ def test_a_pretraining_job_and_fine_tuning_on_it(bench, monkeypatch):
                                                        ("continued_mlm_pretrain", "syn-en-perm")}
     stage_row = next(r for r in rows if r["method"] == "continued_mlm_pretrain")  # the budget each phase used
     assert [(p["name"], p["steps"]) for p in stage_row["phases"]] == [("head", 1), ("all", 2)]
-    assert all(p["train_seconds"] >= 0 and p["heldout_bpw"] > 0 for p in stage_row["phases"])
+    assert all(p["train_seconds"] >= 0 and p["heldout"]["heldout_mlm_loss"] > 0 for p in stage_row["phases"])
 
 
 def test_trelm_from_scratch_shares_the_migrated_runs_vocabulary_and_is_target_trained(monkeypatch, tmp_path):
