@@ -347,10 +347,10 @@ def table(rows: list[dict]) -> str:
             values = [x[key] for x in rs if x.get(key) is not None]
             return f"{100 * statistics.mean(values):.1f}" if values else "-"
         gaps = [GAP[m] for m in metrics]
-        none = "(trained on the target)" if method.startswith("trelm_") else "(zero-shot run)"
+        no_english = "(trained on the target)" if method.startswith("trelm_") else "(zero-shot run)"
         lines.append(f"| {dataset} | {variant} | {method} | {len(mine)} | "
                      f"{' / '.join(fmt(mine, m) for m in metrics)} | "
-                     f"{' / '.join(fmt(english, m) for m in metrics) if english else none} | "
+                     f"{' / '.join(fmt(english, m) for m in metrics) if english else no_english} | "
                      f"{' / '.join(fmt(mine, g) + ' %' for g in gaps)} |")
     return "\n".join(lines) + "\n"
 

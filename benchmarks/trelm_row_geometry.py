@@ -84,12 +84,12 @@ def geometry(rows: torch.Tensor, english: torch.Tensor) -> dict:
             "nearest_english_row_cosine": float(to_english.mean())}
 
 
-def rescaled_commonality(bridged: Path, data_dir: str) -> dict:
-    """The bridged base with its new rows rescaled to MiniLM's mean row norm, then the shipped commonality phase."""
+def rescaled_commonality(bridged: Path, english: torch.Tensor, data_dir: str) -> dict:
+    """The bridged base with its new rows rescaled to the mean norm of MiniLM's (E, H) rows ``english``, then the
+    shipped commonality phase."""
     from safetensors.torch import load_file, save_file
 
     import trelm
-    from xlt import zoo
     from xlt.config import find_config, load_stage_config
     from xlt.stages import run_stage
 
@@ -97,8 +97,7 @@ def rescaled_commonality(bridged: Path, data_dir: str) -> dict:
     if not src.exists():
         shutil.copytree(bridged, src)
         matrix, mask = new_rows(src)
-        target = load_file(str(zoo.resolve("minilm-l6-en") / "model.safetensors"))[WORDS].norm(dim=1).mean()
-        matrix[mask] = torch.nn.functional.normalize(matrix[mask], dim=1) * target
+        matrix[mask] = torch.nn.functional.normalize(matrix[mask], dim=1) * english.norm(dim=1).mean()
         weights = load_file(str(src / "model.safetensors"))
         save_file({**weights, WORDS: matrix.contiguous()}, str(src / "model.safetensors"), metadata={"format": "pt"})
     cfg = load_stage_config(find_config("pretrain-trelm-es"), [
@@ -132,7 +131,7 @@ def main() -> None:
         rows.append({"base": name, "rows": "new", **geometry(matrix[mask], english)})
         print(json.dumps(rows[-1]))
     if args.rescaled:
-        rows.append({"base": "bridged_rescaled", "rows": "new", **rescaled_commonality(bases["bridged"],
+        rows.append({"base": "bridged_rescaled", "rows": "new", **rescaled_commonality(bases["bridged"], english,
                                                                                         args.data_dir)})
         print(json.dumps(rows[-1]))
     out = {"benchmark": "trelm-row-geometry", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
