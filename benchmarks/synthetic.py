@@ -20,8 +20,9 @@ Jobs: ``{xsid,pawsx}-zero_shot`` (evaluates both variants), ``{xsid,pawsx}-{meth
 translate_train, multi_language, xeroalign, filter, filter_self_teaching; pre-training (seed 1, <= 20 CPU-minutes
 each, budgets in ``STAGES``) ``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and zero-shot xSID
 fine-tuning on each (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method).  TreLM rows (alignment
-P@1 on the true bijection; migrated vs un-migrated vs from scratch: ``trelm``, ``unmigrated`` and ``trelm_scratch``)
-are fine-tuned, selected and tested in the synthetic language, as in the TreLM paper (not zero-shot).
+P@1 on the true bijection; migrated vs un-migrated vs from scratch: ``trelm``, ``unmigrated`` and ``trelm_scratch``;
+random rows on MiniLM's layers: ``trelm_random_comparable``) are fine-tuned, selected and tested in the synthetic
+language, as in the TreLM paper (not zero-shot).
 Writes benchmarks/results/synthetic.{json,md} (``XLT_SYNTHETIC_NAME`` names another file, e.g. a GPU run's).
 """
 from __future__ import annotations
@@ -110,6 +111,11 @@ STAGES = {
     "trelm_scratch_comparable": ("pretrain-trelm-es", lambda lang: [
         *STAGES["trelm_bridge_comparable"][1](lang), "options.init=scratch",
         f"options.base_from={stage_dir('trelm_bridge_comparable', LANG_VARIANT[lang]) / 'base'}"]),
+    # the paper's "random initialisation" ablation: the same vocabulary, MiniLM's English layers kept, the embedding
+    # rows random -- separates the aligned rows from the English body (run after pretrain-trelm_bridge_comparable)
+    "trelm_random_comparable": ("pretrain-trelm-es", lambda lang: [
+        *STAGES["trelm_bridge_comparable"][1](lang), "options.init=random",
+        f"options.base_from={stage_dir('trelm_bridge_comparable', LANG_VARIANT[lang]) / 'base'}"]),
 }
 LANG_VARIANT = {lang: variant for variant, lang in VARIANTS.items()}
 
@@ -119,6 +125,7 @@ STAGE_METHOD = {"mlm": "continued_mlm", "mlm_embeddings": "continued_mlm_embeddi
                 "tall": "tall", "trelm": "trelm_migrated", "trelm_bridge": "trelm_migrated_bridge",
                 "trelm_scratch": "trelm_from_scratch", "trelm_bridge_comparable": "trelm_migrated_bridge_comparable",
                 "trelm_scratch_comparable": "trelm_from_scratch_comparable",
+                "trelm_random_comparable": "trelm_random_rows_comparable",
                 "unmigrated": "trelm_unmigrated"}
 
 

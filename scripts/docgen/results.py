@@ -59,7 +59,9 @@ SCRIPTS = {
                                      "benchmarks/gpu_pack.py)",
     "trelm-synthetic-alignment": "python benchmarks/trelm_alignment_probe.py --data-dir ../shared/data",
     "trelm-row-geometry": "python benchmarks/trelm_row_geometry.py --data-dir ../shared/data --rescaled",
-    "tall-scale": "BUDGET=150 bash benchmarks/gpu_run.sh COMMIT tall (on a GPU: benchmarks/tall_scale.py)",
+    "tall-scale": "BUDGET=170 BATCH=1024 bash benchmarks/gpu_run.sh COMMIT tall 330 (on a GPU: "
+                  "benchmarks/tall_scale.py)",
+    "synthetic-basin": "python benchmarks/synthetic_basin.py --data-dir ../shared/data",
     "translation": "python benchmarks/translation.py --data-dir ../shared/data",
     "translation-throughput": "python benchmarks/translation.py --data-dir ../shared/data",
     "trelm": "python benchmarks/trelm.py --data-dir ../shared/data",
@@ -94,7 +96,9 @@ CONFIGS = {
                                  "VecMap similarity seed + 5 MUSE refinement rounds",
     "trelm-row-geometry": "pretrain-trelm-es's base (direct map; bridged: trelm.py's variant), then its "
                           "commonality phase alone on the rescaled bridged rows",
-    "tall-scale": "pretrain-tall-en-ja (batch 320, bf16, steps fitted to the budget), then xsid-zero-shot "
+    "synthetic-basin": "pretrain-mlm-ja with benchmarks/synthetic.py's mlm_embeddings overrides, from synthetic "
+                       "rows moved alpha of the way to their English originals",
+    "tall-scale": "pretrain-tall-en-ja (batch 1024, bf16, steps fitted to the budget), then xsid-zero-shot "
                   "train.method=tall",
     "translation": "mtod-translate-train-es, mtod-translate-test-es, xsid-translate-train-sr, xsid-translate-train-da, "
                    "xsid-multi-language, xsid-translate-test (+ the zero-shot configs)",

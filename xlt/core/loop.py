@@ -151,6 +151,7 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
     lr_scale[0] = state.setdefault("lr_scale", 1.0)
     rank, world = accelerator.process_index, accelerator.num_processes
     bar = tqdm(total=total, initial=state["step"], disable=not accelerator.is_main_process, desc=settings.desc)
+    on_cpu = accelerator.device.type == "cpu"
     model.train()
     stopped_early = False
     while state["step"] < total and not stopped_early:
@@ -183,10 +184,13 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
             sums = state.setdefault("part_sums", {})  # means since the last evaluation go into the log
             for name, value in parts.items():
                 total_count = sums.setdefault(name, [0.0, 0])
-                total_count[0] += float(value.detach())
+                # summed as a tensor and read once per evaluation: float() here would make the host wait for a
+                # GPU every step instead of queuing the next one (the same float64 sums as Python's)
+                total_count[0] = total_count[0] + value.detach().double()
                 total_count[1] += 1
             bar.update(1)
-            bar.set_postfix(loss=f"{parts['loss'].item():.3f}")
+            if on_cpu or state["step"] % 25 == 0:  # (reading the loss waits for a GPU too)
+                bar.set_postfix(loss=f"{parts['loss'].item():.3f}")
             if state["step"] % settings.eval_every == 0 or state["step"] == total:
                 stopped_early = _evaluate_and_checkpoint(accelerator, unwrapped, optimizer, scheduler, settings,
                                                          hooks, state, out_dir)
@@ -227,7 +231,7 @@ def _evaluate_and_checkpoint(accelerator: Accelerator, model, optimizer, schedul
             state["lr_scale"] = state.get("lr_scale", 1.0) / 2
             metrics = {**metrics, "restored_best_from_step": state["best_step"], "lr_scale": state["lr_scale"]}
     stop = settings.patience > 0 and state["bad_evals"] >= settings.patience
-    means = {k: total / count for k, (total, count) in state.get("part_sums", {}).items()}
+    means = {k: float(total) / count for k, (total, count) in state.get("part_sums", {}).items()}
     state["part_sums"] = {}  # (before the checkpoint: a resumed run starts the next window afresh)
     if accelerator.scaler is not None:
         state["grad_scaler"] = accelerator.scaler.state_dict()
