@@ -12,10 +12,15 @@ from a random start are too few": it starts the synthetic rows part of the way t
 runs the same stage from there, and measures, over the K sub-tokens most frequent in the stage's synthetic text:
 the mean cosine of each synthetic row to its English original, the share whose nearest English row (among the K) is
 its original (P@1), the distance to the original, and the cosine between each row's move and the way to its
-original (``toward``: 1 = straight there, 0 = unrelated).  If MLM leads to the aligned rows, rows started near them
-move towards them (``toward`` > 0, distance and P@1 improving); a fault in the synthetic text's labels or the
-stage's treatment of the fresh rows would show as drift away.  ``alpha`` = 0 is the shipped stage run itself
+original (``toward``: 1 = straight there, 0 = unrelated); ``centred_*``: cosine and P@1 with each language's mean
+row taken away (the tied MLM decoder cannot tell a synthetic piece from its original when their rows are equal, so
+the objective may keep the two languages a common offset apart).  If MLM leads to the aligned rows, rows started
+near them move towards them (``toward`` > 0, distance and P@1 improving); a fault in the synthetic text's labels or
+the stage's treatment of the fresh rows would show as drift away.  ``alpha`` = 0 is the shipped stage run itself
 (``benchmarks/synthetic.py``'s ``pretrain-mlm_embeddings-same_order``, reused when present).
+
+And how strong the MLM signal is: each trained model's masked-token accuracy on held-out English lines and on their
+synthetic images, the same positions masked (``mlm_by_language``; also for the all-parameter MLM stage).
 
     python benchmarks/synthetic_basin.py --data-dir ../shared/data [--alphas 0 0.1 0.5]   # ~8 CPU-min per alpha
 Writes benchmarks/results/synthetic-basin.json.
@@ -76,18 +81,87 @@ def frequent_pairs(folder: Path, files: list[Path], k: int) -> list[tuple[int, i
     return [(i, pairs[i]) for i, _ in counts.most_common(k)]
 
 
+def corpus_ids(folder: Path, english: list[Path], synthetic_side: list[Path]) -> list[int]:
+    """Every id the tokenizer of ``folder`` gives the ``english`` files and the images of the ``synthetic_side``."""
+    from tokenizers import Tokenizer
+
+    from xlt.synthetic import cipher
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    ids: set[int] = set()
+    for f, image in [(f, False) for f in english] + [(f, True) for f in synthetic_side]:
+        lines = f.read_text(encoding="utf-8").splitlines()
+        for e in tok.encode_batch([cipher(x) for x in lines] if image else lines):
+            ids.update(e.ids)
+    return sorted(ids)
+
+
 def row_metrics(start: torch.Tensor, end: torch.Tensor, pairs: list[tuple[int, int]]) -> dict:
     """Alignment of the synthetic rows of ``end`` (V, H) to its English rows, and their move from ``start``."""
     en, syn = (torch.tensor(ids) for ids in zip(*pairs))
     e, s = torch.nn.functional.normalize(end[en], dim=-1), torch.nn.functional.normalize(end[syn], dim=-1)
     sim = s @ e.T  # (K, K): synthetic row i against English row j
+    # the tied MLM decoder cannot tell a synthetic piece from its original if their rows are equal, so MLM may keep
+    # the two languages a common offset apart: the same measures with each language's mean row taken away
+    ec = torch.nn.functional.normalize(end[en] - end[en].mean(0), dim=-1)
+    sc = torch.nn.functional.normalize(end[syn] - end[syn].mean(0), dim=-1)
+    centred = sc @ ec.T
     move, way = end[syn] - start[syn], start[en] - start[syn]
+    k = torch.arange(len(pairs))
     return {"true_cosine": round(sim.diag().mean().item(), 4), "other_cosine": round(sim.mean().item(), 4),
-            "precision_at_1": round((sim.argmax(1) == torch.arange(len(pairs))).float().mean().item(), 4),
+            "precision_at_1": round((sim.argmax(1) == k).float().mean().item(), 4),
+            "centred_true_cosine": round(centred.diag().mean().item(), 4),
+            "centred_precision_at_1": round((centred.argmax(1) == k).float().mean().item(), 4),
             "distance": round((end[syn] - end[en]).norm(dim=-1).mean().item(), 4),
             "moved": round(move.norm(dim=-1).mean().item(), 4),
             "toward": round(torch.nn.functional.cosine_similarity(move, way, dim=-1).mean().item(), 4),
             "english_moved": round((end[en] - start[en]).norm(dim=-1).mean().item(), 4)}
+
+
+def mlm_by_language(folder: Path, lines: list[str], candidates: list[int], seed: int = 0) -> dict:
+    """Masked-token accuracy of a stage's model (encoder + its MLM head) on English ``lines`` and on their synthetic
+    images, with the same positions masked (15 %, all by [MASK]) and the scores over ``candidates`` (the ids the
+    stage's corpus uses, both languages); ``syn_predicts_original``: the share of synthetic positions whose top
+    prediction is the English original of the gold piece (the two languages confused)."""
+    from safetensors.torch import load_file
+
+    from xlt import zoo
+    from xlt.core.batching import pad_ids
+    from xlt.core.vocab import special_ids, token_id
+    from xlt.losses.mlm import MaskedLanguageModel
+    from xlt.synthetic import cipher
+    from xlt.synthetic.vocab import id_pairs
+
+    encoder, tok, _ = zoo.load_encoder(str(folder))
+    encoder.eval()
+    head = MaskedLanguageModel(encoder.config.hidden_size, encoder.config.layer_norm_eps)
+    weights = load_file(str(folder / "mlm_head.safetensors"))
+    head.resize(len(weights["bias"])).load_state_dict(weights)
+    original = {s: e for e, s in id_pairs(folder, "en")}
+    cand = torch.tensor(candidates)
+    mask_id, pad = token_id(tok, "<mask>", "[MASK]"), token_id(tok, "<pad>", "[PAD]")
+    specials = torch.tensor(special_ids(tok))
+    g = torch.Generator().manual_seed(seed)
+    counts = collections.Counter()
+    with torch.no_grad():
+        for start in range(0, len(lines), 32):
+            chunk = lines[start:start + 32]
+            for lang, texts in (("en", chunk), ("syn", [cipher(t) for t in chunk])):
+                ids, attention = pad_ids([e.ids[:128] for e in tok.encode_batch(texts)], pad)
+                if lang == "en":  # the same positions in the image (it tokenizes piece for piece as English)
+                    chosen = (torch.rand(ids.shape, generator=g) < 0.15) & attention.bool() & ~torch.isin(ids, specials)
+                gold = ids[chosen]
+                hidden = encoder(input_ids=ids.masked_fill(chosen, mask_id), attention_mask=attention).last_hidden_state
+                h = head.norm(torch.nn.functional.gelu(head.dense(hidden[chosen])))
+                top = cand[(h @ encoder.get_input_embeddings().weight[cand].T + head.bias[cand]).argmax(-1)]
+                counts[f"{lang}_correct"] += int((top == gold).sum())
+                counts[f"{lang}_masked"] += len(gold)
+                if lang == "syn":
+                    counts["syn_original"] += sum(int(t) == original.get(int(y), -1) for t, y in zip(top, gold))
+    return {"en_mlm_accuracy": round(counts["en_correct"] / counts["en_masked"], 4),
+            "syn_mlm_accuracy": round(counts["syn_correct"] / counts["syn_masked"], 4),
+            "syn_predicts_original": round(counts["syn_original"] / counts["syn_masked"], 4),
+            "masked": counts["en_masked"]}
 
 
 def main() -> None:
@@ -106,6 +180,10 @@ def main() -> None:
     config, overrides = synthetic.STAGES["mlm_embeddings"]
     files = [Path(args.data_dir) / f for f in synthetic.SYN_FILES]
     pairs = frequent_pairs(grown, files, max(TOP_K))
+    # the MLM probe: the last 300 lines of each synthetic-side file (the stage held them out), scored over
+    # the ids the stage's corpus uses (English files as they are, the synthetic side's files as images)
+    heldout = [x for f in files for x in f.read_text(encoding="utf-8").splitlines()[-300:] if x.strip()]
+    candidates = corpus_ids(grown, [Path(args.data_dir) / f for f in synthetic.EN_FILES], files)
     rows = []
     for alpha in args.alphas:
         if alpha == 0:
@@ -119,21 +197,34 @@ def main() -> None:
         run = pretrain(cfg)
         start = load_file(str(base / "model.safetensors"))[WORDS].float()
         end = load_file(str(run / "model" / "model.safetensors"))[WORDS].float()
-        final = json.loads((run / "results.json").read_text())["phases"][-1]["final_eval"]
+        phases = json.loads((run / "results.json").read_text())["phases"]
+        final = phases[-1]["final_eval"]
+        train_seconds = round(sum(p["summary"]["train_seconds"] for p in phases), 1)
+        probe = {when: mlm_by_language(folder_of, heldout, candidates)
+                 for when, folder_of in (("end", run / "model"),)}
         for k in TOP_K:
             for when, matrix in (("start", start), ("end", end)):
                 rows.append({"method": "continued_mlm_embeddings", "variant": "same_order", "alpha": alpha,
                              "top_k": k, "when": when, **row_metrics(start, matrix, pairs[:k]),
-                             "heldout_mlm_accuracy": round(final["heldout_mlm_accuracy"], 4) if when == "end"
-                             else None})
+                             **({"heldout_mlm_accuracy": round(final["heldout_mlm_accuracy"], 4),
+                                 "train_seconds": train_seconds, **probe["end"]} if when == "end" else {})})
             print(json.dumps(rows[-2:]), flush=True)
+    full = synthetic.stage_dir("mlm", "same_order")  # continued MLM, every parameter training (when it was run)
+    if (full / "results.json").exists():
+        rows.append({"method": "continued_mlm", "variant": "same_order", "alpha": 0.0, "when": "end",
+                     **mlm_by_language(full / "model", heldout, candidates)})
     out = {"benchmark": "synthetic-basin", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "git_commit": git_commit(), "machine": f"{platform.machine()} CPU", "model": "multilingual-e5-small",
-           "selection": "none (pre-training probe)", "wall_seconds": round(time.time() - start_time, 1),
+           "selection": "none (pre-training probe)",
+           "wall_seconds": round(time.time() - start_time, 1),  # (the stage runs' own time: train_seconds)
            "notes": "synthetic.py's mlm_embeddings stage (200 head + 600 embedding steps, lr 5e-4) from synthetic "
                     "rows started alpha of the way to their English originals; metrics over the top_k English "
                     "sub-tokens most frequent in the stage's synthetic text (fortunes + gettext), before ('start') "
-                    "and after ('end') the stage. alpha 0 is the shipped stage run.", "rows": rows}
+                    "and after ('end') the stage. alpha 0 is the shipped stage run. en/syn_mlm_accuracy: the "
+                    "stage's model and MLM head on the last 300 lines (held out) of fortunes and gettext and on "
+                    f"their images, the same 15 % of positions masked, scored over the {len(candidates):,} ids of "
+                    "the stage's corpus; the continued_mlm row is synthetic.py's all-parameter MLM stage.",
+           "rows": rows}
     (RESULTS / "synthetic-basin.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
