@@ -98,9 +98,7 @@ STAGES = {
         *STAGES["trelm"][1](lang), "options.vocabulary.map_into=english_fasttext"]),
     # TreLM's "from scratch" baseline: the migrated run's vocabulary and architecture, every weight random, the same
     # phases and steps (run after pretrain-trelm-VARIANT)
-    "trelm_scratch": ("pretrain-trelm-es", lambda lang: [
-        *STAGES["trelm"][1](lang), "options.init=scratch",
-        f"options.base_from={stage_dir('trelm', LANG_VARIANT[lang]) / 'base'}"]),
+    "trelm_scratch": ("pretrain-trelm-es", lambda lang: _reusing_base("trelm", lang, "scratch")),
     # the bridge on COMPARABLE text (trelm_alignment_probe.py: the disjoint files' domains differ, and no seed finds
     # the bijection there): all four files on both sides, English their even lines, the synthetic language the image
     # of their odd lines (corpus.line_selection: still no sentence on both sides); CdLM's pairs as above
@@ -108,16 +106,20 @@ STAGES = {
         *STAGES["trelm_bridge"][1](lang), f"corpus.langs={{en: [{', '.join(COMPARABLE)}], {lang}: "
         f"[{', '.join(COMPARABLE)}]}}", f"corpus.line_selection={{en: [2, 0], {lang}: [2, 1]}}"]),
     # its "from scratch" baseline (run after pretrain-trelm_bridge_comparable-VARIANT)
-    "trelm_scratch_comparable": ("pretrain-trelm-es", lambda lang: [
-        *STAGES["trelm_bridge_comparable"][1](lang), "options.init=scratch",
-        f"options.base_from={stage_dir('trelm_bridge_comparable', LANG_VARIANT[lang]) / 'base'}"]),
+    "trelm_scratch_comparable": ("pretrain-trelm-es",
+                                 lambda lang: _reusing_base("trelm_bridge_comparable", lang, "scratch")),
     # the paper's "random initialisation" ablation: the same vocabulary, MiniLM's English layers kept, the embedding
     # rows random -- separates the aligned rows from the English body (run after pretrain-trelm_bridge_comparable)
-    "trelm_random_comparable": ("pretrain-trelm-es", lambda lang: [
-        *STAGES["trelm_bridge_comparable"][1](lang), "options.init=random",
-        f"options.base_from={stage_dir('trelm_bridge_comparable', LANG_VARIANT[lang]) / 'base'}"]),
+    "trelm_random_comparable": ("pretrain-trelm-es",
+                                lambda lang: _reusing_base("trelm_bridge_comparable", lang, "random")),
 }
 LANG_VARIANT = {lang: variant for variant, lang in VARIANTS.items()}
+
+
+def _reusing_base(stage: str, lang: str, init: str) -> list[str]:
+    """A TreLM baseline on ``stage``'s vocabulary (its RUN_DIR/base), with the same text, phases and steps."""
+    return [*STAGES[stage][1](lang), f"options.init={init}",
+            f"options.base_from={stage_dir(stage, LANG_VARIANT[lang]) / 'base'}"]
 
 
 STAGE_METHOD = {"mlm": "continued_mlm", "mlm_embeddings": "continued_mlm_embeddings",

@@ -134,7 +134,7 @@ def mlm_by_language(folder: Path, lines: list[str], candidates: list[int], seed:
 
     encoder, tok, _ = zoo.load_encoder(str(folder))
     encoder.eval()
-    head = MaskedLanguageModel(encoder.config.hidden_size, encoder.config.layer_norm_eps)
+    head = MaskedLanguageModel.for_encoder(encoder.config)
     weights = load_file(str(folder / "mlm_head.safetensors"))
     head.resize(len(weights["bias"])).load_state_dict(weights)
     original = {s: e for e, s in id_pairs(folder, "en")}
@@ -152,8 +152,7 @@ def mlm_by_language(folder: Path, lines: list[str], candidates: list[int], seed:
                     chosen = (torch.rand(ids.shape, generator=g) < 0.15) & attention.bool() & ~torch.isin(ids, specials)
                 gold = ids[chosen]
                 hidden = encoder(input_ids=ids.masked_fill(chosen, mask_id), attention_mask=attention).last_hidden_state
-                h = head.norm(torch.nn.functional.gelu(head.dense(hidden[chosen])))
-                top = cand[(h @ encoder.get_input_embeddings().weight[cand].T + head.bias[cand]).argmax(-1)]
+                top = cand[head.logits(encoder, hidden[chosen], cand).argmax(-1)]
                 counts[f"{lang}_correct"] += int((top == gold).sum())
                 counts[f"{lang}_masked"] += len(gold)
                 if lang == "syn":
@@ -200,14 +199,13 @@ def main() -> None:
         phases = json.loads((run / "results.json").read_text())["phases"]
         final = phases[-1]["final_eval"]
         train_seconds = round(sum(p["summary"]["train_seconds"] for p in phases), 1)
-        probe = {when: mlm_by_language(folder_of, heldout, candidates)
-                 for when, folder_of in (("end", run / "model"),)}
+        probe = mlm_by_language(run / "model", heldout, candidates)
         for k in TOP_K:
             for when, matrix in (("start", start), ("end", end)):
                 rows.append({"method": "continued_mlm_embeddings", "variant": "same_order", "alpha": alpha,
                              "top_k": k, "when": when, **row_metrics(start, matrix, pairs[:k]),
                              **({"heldout_mlm_accuracy": round(final["heldout_mlm_accuracy"], 4),
-                                 "train_seconds": train_seconds, **probe["end"]} if when == "end" else {})})
+                                 "train_seconds": train_seconds, **probe} if when == "end" else {})})
             print(json.dumps(rows[-2:]), flush=True)
     full = synthetic.stage_dir("mlm", "same_order")  # continued MLM, every parameter training (when it was run)
     if (full / "results.json").exists():

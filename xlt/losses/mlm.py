@@ -53,10 +53,13 @@ class MaskedLanguageModel(nn.Module):
         self.bias = nn.Parameter(torch.zeros(vocab_size))
         return self
 
-    def logits(self, encoder: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-        """(N, H) hidden states -> (N, V) scores over the encoder's (possibly trimmed) vocabulary."""
+    def logits(self, encoder: nn.Module, hidden: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """(N, H) hidden states -> (N, V) scores over the encoder's (possibly trimmed) vocabulary, or (N, len(ids))
+        over the ids ``ids`` alone."""
         h = self.norm(nn.functional.gelu(self.dense(hidden)))
-        return h @ encoder.get_input_embeddings().weight.T + self.bias
+        if ids is None:
+            return h @ encoder.get_input_embeddings().weight.T + self.bias
+        return h @ encoder.get_input_embeddings().weight[ids].T + self.bias[ids]
 
     def forward(self, encoder: nn.Module, batch: dict) -> dict[str, torch.Tensor]:
         hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
