@@ -54,6 +54,7 @@ SCRIPTS = {
                       "(on a GPU)",
     "tall": "python benchmarks/tall.py --data-dir ../shared/data",
     "training-speed": "python benchmarks/training_speed.py --data-dir ../shared/data",
+    "training-speed-bf16": "python benchmarks/training_speed.py --data-dir ../shared/data --precision bf16",
     "training-speed-cuda": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from benchmarks/gpu_pack.py)",
     "training-speed-cuda-b512-bf16": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from "
                                      "benchmarks/gpu_pack.py)",
@@ -90,6 +91,7 @@ CONFIGS = {
                  "benchmarks/synthetic.py", "synthetic-cuda": "as synthetic, on a GPU",
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
     "training-speed": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",
+    "training-speed-bf16": "xsid-zero-shot (batch 32) train.mixed_precision=bf16; pretrain-mlm-ja's text for MLM",
     "training-speed-cuda": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",
     "training-speed-cuda-b512-bf16": "xsid-zero-shot train.batch_size=512 train.mixed_precision=bf16",
     "trelm-synthetic-alignment": "no model: a 30k WordPiece and two 300-d fastText spaces (the TreLM bridge's), "
