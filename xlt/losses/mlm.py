@@ -57,9 +57,10 @@ class MaskedLanguageModel(nn.Module):
         """(N, H) hidden states -> (N, V) scores over the encoder's (possibly trimmed) vocabulary, or (N, len(ids))
         over the ids ``ids`` alone."""
         h = self.norm(nn.functional.gelu(self.dense(hidden)))
-        if ids is None:
-            return h @ encoder.get_input_embeddings().weight.T + self.bias
-        return h @ encoder.get_input_embeddings().weight[ids].T + self.bias[ids]
+        weight, bias = encoder.get_input_embeddings().weight, self.bias
+        if ids is not None:
+            weight, bias = weight[ids], bias[ids]
+        return h @ weight.T + bias
 
     def forward(self, encoder: nn.Module, batch: dict) -> dict[str, torch.Tensor]:
         hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
