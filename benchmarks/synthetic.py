@@ -131,15 +131,19 @@ STAGE_METHOD = {"mlm": "continued_mlm", "mlm_embeddings": "continued_mlm_embeddi
                 "unmigrated": "trelm_unmigrated"}
 
 
-def stage_rows(runs: Path, stage: str, variant: str) -> list[dict]:
+def stage_rows(runs: Path, stage: str, variant: str, trained_elsewhere: bool = False) -> list[dict]:
     """A pre-training's own row: its final held-out evaluation (TALL: BLEU English -> synthetic against the exact
     images of Tatoeba's English sentences, and round-trip BLEU); TreLM: also an alignment row (word-translation P@1
     on the true bijection: ``precision_at_1`` of the initialised embedding rows, ``precision_at_1_steps`` of each
-    map), written as soon as the base is built (job ``align-STAGE-VARIANT``)."""
+    map), written as soon as the base is built (job ``align-STAGE-VARIANT``) -- unless ``trained_elsewhere``: the
+    results already hold this stage's pre-training row, from another base, and a base rebuilt without finishing
+    the stage (e.g. only for a baseline that reuses it) must not replace the alignment row that run started from."""
     folder, lang = runs / stage_dir(stage, variant).name, VARIANTS[variant]
     rows = []
     migration = folder / "base" / "migration.json"
     m = json.loads(migration.read_text()) if migration.exists() else {}
+    if trained_elsewhere and not (folder / "results.json").exists():
+        m = {}
     if "precision_at_1" in m:  # (a from-scratch base has no alignment)
         steps = {k: v.get("all") for k, v in m["precision_at_1"].items()}
         rows.append({"dataset": "pretraining", "method": f"{STAGE_METHOD[stage]}_alignment", "variant": variant,
@@ -287,10 +291,13 @@ def _rows_of(path: Path, dataset: str, method: str, variant: str | None, seed: i
 
 def collect(runs: Path, results: Path) -> None:
     fresh: list[dict] = []
+    committed = committed_results(results, NAME).get("rows", [])
+    trained = {(r["method"], r["variant"]) for r in committed if r["dataset"] == "pretraining"}
     for job in jobs():
         dataset, rest = job.split("-", 1)
         if job.startswith("pretrain-"):
-            fresh += stage_rows(runs, *rest.rsplit("-", 1))
+            stage, variant = rest.rsplit("-", 1)
+            fresh += stage_rows(runs, stage, variant, (f"{STAGE_METHOD[stage]}_pretrain", variant) in trained)
         if job.startswith(("pretrain-", "align-")):  # align-: its row comes with its pretrain- job's
             continue
         method, variant = ("zero_shot", None) if rest == "zero_shot" else rest.rsplit("-", 1)
@@ -302,7 +309,7 @@ def collect(runs: Path, results: Path) -> None:
             if tt.exists():
                 fresh += _rows_of(tt, dataset, "translate_test", None, seed)
     identity = ("dataset", "method", "variant", "lang", "seed")
-    rows = merge_rows(committed_results(results, NAME).get("rows", []), fresh, identity)
+    rows = merge_rows(committed, fresh, identity)
     add_gap_closed(rows)
     out = {"benchmark": "synthetic", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "git_commit": git_commit(), "machine": machine(rows), "model": "multilingual-e5-small",

@@ -119,3 +119,23 @@ def test_every_stage_loads_as_a_config_and_the_comparable_text_splits_one_text(m
     assert cfg.corpus.langs["en"] == cfg.corpus.langs["syn-en"] == synthetic.COMPARABLE
     assert cfg.options.base_from == str(tmp_path / "synthetic-pretrain-trelm_bridge_comparable-same_order" / "base")
     assert cfg.options.vocabulary.map_into == "english_fasttext"
+
+
+def test_a_rebuilt_base_does_not_replace_the_alignment_row_of_a_finished_stage(tmp_path, monkeypatch):
+    """A TreLM base rebuilt only for a baseline that reuses it (no results.json beside it) reports its alignment when
+    the stage has no row yet, and leaves the committed row alone when the stage was trained from another base."""
+    monkeypatch.setattr(synthetic, "RUNS", tmp_path / "runs")
+    base = synthetic.stage_dir("trelm_bridge_comparable", "same_order") / "base"
+    base.mkdir(parents=True)
+    (base / "migration.json").write_text(json.dumps({"precision_at_1": {"initialised_rows": {"all": 0.5}},
+                                                     "vocabulary": 10, "seconds": 1.0}))
+    method = "trelm_migrated_bridge_comparable"
+    committed = [{"dataset": "pretraining", "method": f"{method}_{kind}", "variant": "same_order", "lang": "syn-en",
+                  "seed": 1, "precision_at_1": 0.9} for kind in ("alignment", "pretrain")]
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "synthetic.json").write_text(json.dumps({"rows": committed}))
+    [row] = synthetic.stage_rows(tmp_path / "runs", "trelm_bridge_comparable", "same_order")
+    assert row["precision_at_1"] == 0.5  # an align-only job: its row as soon as the base is built
+    synthetic.collect(tmp_path / "runs", tmp_path / "results")
+    rows = json.loads((tmp_path / "results" / "synthetic.json").read_text())["rows"]
+    assert [r["precision_at_1"] for r in rows if r["method"] == f"{method}_alignment"] == [0.9]
