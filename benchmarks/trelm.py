@@ -21,7 +21,11 @@ an English fastText space (both whitened; identical-strings seed + Procrustes re
 the nearest English entries' MiniLM rows (``options.vocabulary.map_into=english_fasttext``,
 xlt.align.fasttext_bridge), against the paper's direct map into MiniLM's input embeddings; word-translation P@1 of
 every map and of the initialised rows; ``pretrain-bridged`` then runs the shipped phases on that base (the same
-steps as ``migrated``; only the initial rows differ) and ``mtod-bridged`` fine-tunes it.
+steps as ``migrated``; only the initial rows differ) and ``mtod-bridged`` fine-tunes it.  ``bridged_libreoffice``
+(job ``align-bridged_libreoffice``): the same alignment with more text, the LibreOffice help (issue 49's "more
+text": ``mono/{en,es}/libreoffice.txt``, the two sides of one help's paragraphs, deduplicated apart, so comparable
+text on the same topics and not line-aligned) added to both languages' text, i.e. to the vocabulary and the fastText
+spaces.
 
 Fine-tuning (config ``mtod-target-trained-es``: 1000 steps x 32, seeds 1-3) of each pre-trained model and of
 ``unmigrated`` (minilm-l6-en as shipped) and ``multilingual`` (multilingual-e5-small).
@@ -37,6 +41,7 @@ from pathlib import Path
 
 from jobqueue import RUNS, pretrain, queue_main, train_evaluate, trelm_base
 
+SOURCES = ("fortunes", "gettext", "manpages")  # the shipped config's monolingual files (en and es)
 PRETRAINED = ["migrated", "bridged", "without_cdlm", "random_init", "from_scratch", "from_scratch_lr5e-4"]
 FINE_TUNED = ["migrated", "bridged", "unmigrated", "from_scratch", "multilingual", "without_cdlm", "random_init",
               "from_scratch_lr5e-4"]
@@ -70,6 +75,10 @@ def variant_overrides(variant: str) -> list[str]:
     if variant == "bridged":
         return ["options.vocabulary.map_into=english_fasttext", "options.vocabulary.alignment=identical_strings",
                 "options.vocabulary.adversarial.epochs=0"]
+    if variant == "bridged_libreoffice":
+        langs = {lang: [f"mono/{lang}/{name}.txt" for name in (*SOURCES, "libreoffice")] for lang in ("en", "es")}
+        return [*variant_overrides("bridged"),
+                "corpus.langs={" + ", ".join(f"{k}: [{', '.join(v)}]" for k, v in langs.items()) + "}"]
     if variant == "random_init":
         return ["options.init=random", base]
     if variant == "without_cdlm":  # commonality and language-specific as shipped; Spanish MLM where s2t + t2s were

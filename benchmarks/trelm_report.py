@@ -64,7 +64,7 @@ def collect(runs: Path, results_dir: Path) -> None:
     from trelm import FINE_TUNED, PRETRAINED, stage_dir  # benchmarks/trelm.py, on sys.path when run from there
 
     rows = []
-    for variant in ("migrated", "bridged"):
+    for variant in ("migrated", "bridged", "bridged_libreoffice"):
         if (stage_dir(variant) / "base" / "migration.json").exists():
             rows += _alignment_rows(stage_dir(variant) / "base", variant)
     for variant in PRETRAINED:
