@@ -73,6 +73,8 @@ SCRIPTS = {
                            "xsid-zero-shot-cuda (on a GPU)",
     "xsid-zero-shot-cuda-bf16": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
                                 "xsid-zero-shot-cuda-bf16 train.mixed_precision=bf16 (on a GPU)",
+    "xsid-zero-shot-bf16": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
+                           "xsid-zero-shot-bf16 train.mixed_precision=bf16",
 }
 # the shipped configs behind each results file (files whose rows name their config say it themselves)
 CONFIGS = {
@@ -82,6 +84,7 @@ CONFIGS = {
     "mtod-zero-shot-newcore": "mtod-zero-shot", "xsid-zero-shot-newcore": "xsid-zero-shot",
     "xsid-zero-shot": "xsid-zero-shot", "xsid-zero-shot-cuda": "xsid-zero-shot",
     "xsid-zero-shot-cuda-bf16": "xsid-zero-shot train.mixed_precision=bf16",
+    "xsid-zero-shot-bf16": "xsid-zero-shot train.mixed_precision=bf16",
     "panx": "panx-zero-shot (+ train.method and translation.* for the es rows)",
     "pawsx": "pawsx-zero-shot (+ train.method and translation.* for the es rows)",
     "udpos": "udpos-zero-shot (+ train.method and translation.* for the es rows)",
