@@ -41,7 +41,7 @@ from pathlib import Path
 
 from jobqueue import RUNS, pretrain, queue_main, train_evaluate, trelm_base
 
-SOURCES = ("fortunes", "gettext", "manpages")  # the shipped config's monolingual files (en and es)
+ALIGNED = ["migrated", "bridged", "bridged_libreoffice"]  # the bases whose alignment rows the report collects
 PRETRAINED = ["migrated", "bridged", "without_cdlm", "random_init", "from_scratch", "from_scratch_lr5e-4"]
 FINE_TUNED = ["migrated", "bridged", "unmigrated", "from_scratch", "multilingual", "without_cdlm", "random_init",
               "from_scratch_lr5e-4"]
@@ -53,11 +53,12 @@ def stage_dir(variant: str) -> Path:
     return RUNS / f"trelm-{variant}"
 
 
-def _shipped_phases() -> list[dict]:
+def _shipped(key: str):
+    """A top-level section of the shipped config ``pretrain-trelm-es``."""
     import yaml
 
     from xlt.config import find_config
-    return yaml.safe_load(Path(find_config("pretrain-trelm-es")).read_text())["phases"]
+    return yaml.safe_load(Path(find_config("pretrain-trelm-es")).read_text())[key]
 
 
 def _phases(phases: list[dict]) -> str:
@@ -68,7 +69,7 @@ def _phases(phases: list[dict]) -> str:
 
 def variant_overrides(variant: str) -> list[str]:
     base = f"options.base_from={stage_dir('migrated') / 'base'}"
-    shipped = _shipped_phases()
+    shipped = _shipped("phases")
     steps = {p["name"]: p["steps"] for p in shipped}
     if variant == "migrated":
         return []
@@ -76,7 +77,7 @@ def variant_overrides(variant: str) -> list[str]:
         return ["options.vocabulary.map_into=english_fasttext", "options.vocabulary.alignment=identical_strings",
                 "options.vocabulary.adversarial.epochs=0"]
     if variant == "bridged_libreoffice":
-        langs = {lang: [f"mono/{lang}/{name}.txt" for name in (*SOURCES, "libreoffice")] for lang in ("en", "es")}
+        langs = {lang: [*files, f"mono/{lang}/libreoffice.txt"] for lang, files in _shipped("corpus")["langs"].items()}
         return [*variant_overrides("bridged"),
                 "corpus.langs={" + ", ".join(f"{k}: [{', '.join(v)}]" for k, v in langs.items()) + "}"]
     if variant == "random_init":

@@ -61,10 +61,10 @@ def _fine_tune_rows(res: dict, variant: str) -> list[dict]:
 
 
 def collect(runs: Path, results_dir: Path) -> None:
-    from trelm import FINE_TUNED, PRETRAINED, stage_dir  # benchmarks/trelm.py, on sys.path when run from there
+    from trelm import ALIGNED, FINE_TUNED, PRETRAINED, stage_dir  # benchmarks/trelm.py, on sys.path when run from there
 
     rows = []
-    for variant in ("migrated", "bridged", "bridged_libreoffice"):
+    for variant in ALIGNED:
         if (stage_dir(variant) / "base" / "migration.json").exists():
             rows += _alignment_rows(stage_dir(variant) / "base", variant)
     for variant in PRETRAINED:

@@ -103,7 +103,7 @@ def rescaled_commonality(bridged: Path, english: torch.Tensor, data_dir: str) ->
     cfg = load_stage_config(find_config("pretrain-trelm-es"), [
         f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", "name=trelm-geometry-rescaled",
         *trelm.variant_overrides("bridged"), f"options.base_from={src}",
-        trelm._phases(trelm._shipped_phases()[:1])])
+        trelm._phases(trelm._shipped("phases")[:1])])
     if not (cfg.run_dir / "results.json").exists():
         run_stage(cfg, resume=(cfg.run_dir / "config.yaml").exists())
     final = json.loads((cfg.run_dir / "results.json").read_text())["phases"][0]["final_eval"]
