@@ -19,7 +19,8 @@ target, zero-shot and English from the zero-shot run of the same seed.
 Jobs: ``{xsid,pawsx}-zero_shot`` (evaluates both variants), ``{xsid,pawsx}-{method}-{same_order,permuted}`` for
 translate_train, multi_language, xeroalign, filter, filter_self_teaching; pre-training (seed 1, <= 20 CPU-minutes
 each, budgets in ``STAGES``) ``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and zero-shot xSID
-fine-tuning on each (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method).  TreLM rows (alignment
+fine-tuning on each (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method); ``mlm_xsid`` and
+``unicoder_mlm+tlm_xsid`` are in-domain controls on xSID's English training text.  TreLM rows (alignment
 P@1 on the true bijection; migrated vs un-migrated vs from scratch: ``trelm``, ``unmigrated`` and ``trelm_scratch``;
 random rows on MiniLM's layers: ``trelm_random_comparable``) are fine-tuned, selected and tested in the synthetic
 language, as in the TreLM paper (not zero-shot).
@@ -61,6 +62,9 @@ SYN_FILES = ["mono/en/fortunes.txt", "mono/en/gettext.txt"]
 PAIR_FILES = ["mono/en/fortunes.txt", "mono/en/gettext.txt"]
 TRELM_STEPS = (400, 200, 200, 400)  # commonality, s2t, t2s, specific
 COMPARABLE = EN_FILES + SYN_FILES  # both sides of the comparable TreLM runs (corpus.line_selection splits them)
+# an IN-DOMAIN control for the pre-training stages: xSID's English training utterances (text only, no labels) -- the
+# sentences whose exact images translate-train trains on; the test sentences stay unseen
+XSID_TEXT = ["xsid/train/en.text"]
 STAGES = {
     # K et al.'s setting: MLM on English + synthetic monolingual text (no parallel data)
     "mlm": ("pretrain-mlm-ja", lambda lang: [
@@ -72,9 +76,19 @@ STAGES = {
     "mlm_embeddings": ("pretrain-mlm-ja", lambda lang: [
         *STAGES["mlm"][1](lang), "phases.1.steps=600", "phases.1.eval_every=300", "phases.1.lr=5.0e-4",
         "phases.1.trainable=['*word_embeddings*', 'objectives.*']"]),
+    # K et al.'s setting on IN-DOMAIN comparable text: English the even lines of XSID_TEXT, syn-en the images of the
+    # odd ones (no pair is given; the file repeats some utterances on adjacent lines, so some sentences are on both
+    # sides, as in any two corpora of one domain)
+    "mlm_xsid": ("pretrain-mlm-ja", lambda lang: [
+        *STAGES["mlm"][1](lang), f"corpus.langs={{en: [{XSID_TEXT[0]}], {lang}: [{XSID_TEXT[0]}]}}",
+        f"corpus.line_selection={{en: [2, 0], {lang}: [2, 1]}}"]),
     "unicoder_mlm+tlm": ("pretrain-unicoder", lambda lang: _unicoder(lang, "{mlm: 1.0, tlm: 1.0}")),
     "unicoder_all5": ("pretrain-unicoder", lambda lang: _unicoder(
         lang, "{mlm: 1.0, tlm: 1.0, word_recovery: 1.0, paraphrase: 1.0, cs_mlm: 1.0}")),
+    # the same stage on in-domain pairs (XSID_TEXT and its images): does TLM tie the two vocabularies together when
+    # its text covers the test domain's pieces many times over, in the same 100 + 800 steps?
+    "unicoder_mlm+tlm_xsid": ("pretrain-unicoder", lambda lang: _unicoder(lang, "{mlm: 1.0, tlm: 1.0}", XSID_TEXT,
+                                                                          XSID_TEXT)),
     # TALL: unsupervised MT English <-> synthetic; BLEU against the exact images of Tatoeba's English side
     "tall": ("pretrain-tall-en-de", lambda lang: [
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
@@ -122,8 +136,9 @@ def _reusing_base(stage: str, lang: str, init: str) -> list[str]:
             f"options.base_from={stage_dir(stage, LANG_VARIANT[lang]) / 'base'}"]
 
 
-STAGE_METHOD = {"mlm": "continued_mlm", "mlm_embeddings": "continued_mlm_embeddings",
+STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text", "mlm_embeddings": "continued_mlm_embeddings",
                 "unicoder_mlm+tlm": "unicoder_mlm+tlm", "unicoder_all5": "unicoder_all5",
+                "unicoder_mlm+tlm_xsid": "unicoder_mlm+tlm_xsid_text",
                 "tall": "tall", "trelm": "trelm_migrated", "trelm_bridge": "trelm_migrated_bridge",
                 "trelm_scratch": "trelm_from_scratch", "trelm_bridge_comparable": "trelm_migrated_bridge_comparable",
                 "trelm_scratch_comparable": "trelm_from_scratch_comparable",
@@ -169,8 +184,9 @@ def stage_rows(runs: Path, stage: str, variant: str, trained_elsewhere: bool = F
     return rows + [row]
 
 
-def _unicoder(lang: str, objectives: str) -> list[str]:
-    return ["corpus.files=[" + ", ".join(EN_FILES) + "]", f"corpus.parallel={{{lang}: [{', '.join(PAIR_FILES)}]}}",
+def _unicoder(lang: str, objectives: str, en_files: list[str] = EN_FILES, pair_files: list[str] = PAIR_FILES
+              ) -> list[str]:
+    return ["corpus.files=[" + ", ".join(en_files) + "]", f"corpus.parallel={{{lang}: [{', '.join(pair_files)}]}}",
             "options.document_files=['*']", f"phases.0.objectives={objectives}",
             f"phases.1.objectives={objectives}", "phases.0.steps=100", "phases.0.eval_every=100",
             "phases.1.steps=800", "phases.1.eval_every=400"]
