@@ -89,6 +89,10 @@ STAGES = {
     # its text covers the test domain's pieces many times over, in the same 100 + 800 steps?
     "unicoder_mlm+tlm_xsid": ("pretrain-unicoder", lambda lang: _unicoder(lang, "{mlm: 1.0, tlm: 1.0}", XSID_TEXT,
                                                                           XSID_TEXT)),
+    # the three above ran with TLM's positions running on through the pair (xlt before XLM's reset was added); the
+    # same stages with the translation's positions from 0 again (xlt's default now, as XLM's TLM)
+    **{f"{stage}_reset": ("pretrain-unicoder", lambda lang, stage=stage: _unicoder_reset(stage, lang))
+       for stage in ("unicoder_mlm+tlm", "unicoder_all5", "unicoder_mlm+tlm_xsid")},
     # TALL: unsupervised MT English <-> synthetic; BLEU against the exact images of Tatoeba's English side
     "tall": ("pretrain-tall-en-de", lambda lang: [
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
@@ -139,6 +143,9 @@ def _reusing_base(stage: str, lang: str, init: str) -> list[str]:
 STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text", "mlm_embeddings": "continued_mlm_embeddings",
                 "unicoder_mlm+tlm": "unicoder_mlm+tlm", "unicoder_all5": "unicoder_all5",
                 "unicoder_mlm+tlm_xsid": "unicoder_mlm+tlm_xsid_text",
+                "unicoder_mlm+tlm_reset": "unicoder_mlm+tlm_reset_positions",
+                "unicoder_all5_reset": "unicoder_all5_reset_positions",
+                "unicoder_mlm+tlm_xsid_reset": "unicoder_mlm+tlm_xsid_text_reset_positions",
                 "tall": "tall", "trelm": "trelm_migrated", "trelm_bridge": "trelm_migrated_bridge",
                 "trelm_scratch": "trelm_from_scratch", "trelm_bridge_comparable": "trelm_migrated_bridge_comparable",
                 "trelm_scratch_comparable": "trelm_from_scratch_comparable",
@@ -187,9 +194,14 @@ def stage_rows(runs: Path, stage: str, variant: str, trained_elsewhere: bool = F
 def _unicoder(lang: str, objectives: str, en_files: list[str] = EN_FILES, pair_files: list[str] = PAIR_FILES
               ) -> list[str]:
     return ["corpus.files=[" + ", ".join(en_files) + "]", f"corpus.parallel={{{lang}: [{', '.join(pair_files)}]}}",
+            "options.tlm_reset_positions=false",
             "options.document_files=['*']", f"phases.0.objectives={objectives}",
             f"phases.1.objectives={objectives}", "phases.0.steps=100", "phases.0.eval_every=100",
             "phases.1.steps=800", "phases.1.eval_every=400"]
+
+
+def _unicoder_reset(stage: str, lang: str) -> list[str]:
+    return [o for o in STAGES[stage][1](lang) if o != "options.tlm_reset_positions=false"]
 
 
 def jobs() -> list[str]:

@@ -204,3 +204,35 @@ def test_unicoder_examples_per_task(unicoder_data, tmp_path, xlt_home):
     held = stage.heldout_examples("paraphrase")
     m = len(stage.heldout_pairs)
     assert sum(e < m for e in held) == sum(e >= m for e in held) > 0
+
+
+def test_tlm_restarts_the_translations_positions_as_xlm_does(unicoder_data, tmp_path, xlt_home):
+    """TLM's pair ``<s> A </s></s> B </s>`` counts B's positions from 0 again (Lample & Conneau 2019), so the k-th
+    token of each side shares a position embedding; the encoder reads them (the loss changes), and
+    ``options.tlm_reset_positions=false`` gives the running positions back (no position_ids: the encoder's own)."""
+    from xlt import zoo
+    from xlt.core.vocab import prepare_tokenizer
+    from xlt.data.corpora import load_corpus
+    from xlt.stages.unicoder import Unicoder
+    from xlt.stages.unicoder_data import pair_input, pair_positions
+
+    assert pair_positions([0, 5, 6, 2], [0, 7, 2]) == [0, 1, 2, 3, 0, 1, 2]
+    assert len(pair_input([0, 5, 6, 2], [0, 7, 2], 2)) == 7
+    folder = zoo.resolve("tiny-random")
+    tok = prepare_tokenizer(zoo.load_tokenizer(folder))
+    stages = {}
+    for reset in (True, False):
+        cfg = unicoder_cfg(unicoder_data, tmp_path, f"options.tlm_reset_positions={str(reset).lower()}")
+        corpus = load_corpus(cfg.corpus, tok, folder / "tokenizer.json", tmp_path / "cache")
+        stages[reset] = Unicoder(cfg, tok, corpus, None)
+    tlm = stages[True].examples("tlm", [0, 1, 2], [1, 2, 3], heldout=False)
+    plain = stages[False].examples("tlm", [0, 1, 2], [1, 2, 3], heldout=False)
+    assert "position_ids" not in plain and torch.equal(plain["input_ids"], tlm["input_ids"])
+    pairs = stages[True].pairs
+    for r in range(3):
+        a, b = pairs.english[r], pairs.other[r]
+        assert tlm["position_ids"][r, :len(a) + len(b)].tolist() == list(range(len(a))) + list(range(len(b)))
+    encoder, _, _ = zoo.load_encoder("tiny-random")
+    encoder.eval()
+    head = MaskedLanguageModel(encoder.config.hidden_size).resize(encoder.config.vocab_size)
+    assert not torch.allclose(head(encoder, tlm)["loss"], head(encoder, plain)["loss"])

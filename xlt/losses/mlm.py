@@ -63,7 +63,10 @@ class MaskedLanguageModel(nn.Module):
         return h @ weight.T + bias
 
     def forward(self, encoder: nn.Module, batch: dict) -> dict[str, torch.Tensor]:
-        hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        # position_ids (B, T), when the batch brings its own (TLM's pairs, each side from 0); else the encoder's 0..T-1
+        positions = {"position_ids": batch["position_ids"]} if "position_ids" in batch else {}
+        hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                         **positions).last_hidden_state
         labels = batch["mlm_labels"]
         chosen = labels != IGNORE
         if not bool(chosen.any()):

@@ -26,8 +26,9 @@ from xlt.core.vocab import token_id
 from xlt.errors import ConfigError, DataError
 from xlt.losses.mlm import MaskedLanguageModel, mask_tokens, save_mlm_head
 from xlt.losses.unicoder import ParaphraseClassifier, SharedHeadMLM, WordRecovery
+from xlt.models.families import family_of
 from xlt.stages import PretrainModel, Stage
-from xlt.stages.unicoder_data import Interleaved, code_switched_documents, pair_input
+from xlt.stages.unicoder_data import Interleaved, code_switched_documents, pair_input, pair_positions
 
 TASKS = ["mlm", "tlm", "word_recovery", "paraphrase", "cs_mlm"]
 PAIR_TASKS = {"tlm", "word_recovery", "paraphrase", "cs_mlm"}
@@ -42,6 +43,9 @@ class UnicoderOptions:
     dan_steps: int = 300  # the deep averaging network that mines hard negatives
     dan_batch_size: int = positive(128)
     dan_lr: float = positive(1.0e-3)
+    # TLM: the translation's positions start again from 0, as in XLM's TLM (Lample & Conneau 2019), which Unicoder's
+    # TLM is; false: positions run on through the pair, as fine-tuning on sentence pairs reads it
+    tlm_reset_positions: bool = True
     eval_examples: int = 500  # held-out examples per task
     bucket_size: int = positive(50)
 
@@ -81,6 +85,11 @@ class Unicoder(Stage):
         self.bos, self.eos, self.pad, self.mask_id = (to_run[ids[t]] for t in ("<s>", "</s>", "<pad>", "<mask>"))
         self.specials = torch.tensor(sorted({self.bos, self.eos, self.pad, self.mask_id}))
         self.vocab = len(trim.kept) if trim is not None else tokenizer.get_vocab_size()
+        # the encoder's first position id (RoBERTa-style families start after the padding index)
+        from xlt import zoo
+
+        config = json.loads((zoo.resolve(cfg.model.name) / "config.json").read_text())
+        self.position_offset = family_of(config).position_offset
         self.pairs = self.heldout_pairs = None
         self.docs, self.heldout_docs, self.negatives, self.heldout_negatives = [], [], [], []
         if cfg.corpus.parallel:
@@ -182,6 +191,9 @@ class Unicoder(Stage):
                 seqs = [(self.corpus.heldout if heldout else self.corpus.train)[i] for i in idx]
             elif task == "tlm":
                 seqs = [pair_input(pairs.english[i], pairs.other[i], self.eos) for i in idx]
+                if self.options.tlm_reset_positions:
+                    positions = [pair_positions(pairs.english[i], pairs.other[i]) for i in idx]
+                    return {"objective": task, **self._masked(seqs, gens), "position_ids": self._positions(positions)}
             else:
                 seqs = [(self.heldout_docs if heldout else self.docs)[i].ids for i in idx]
             return {"objective": task, **self._masked(seqs, gens)}
@@ -204,6 +216,11 @@ class Unicoder(Stage):
             labels.append(int(e < n))
         ids, mask = pad_ids(seqs, self.pad)
         return {"objective": task, "input_ids": ids, "attention_mask": mask, "paraphrase": torch.tensor(labels)}
+
+    def _positions(self, positions: list[list[int]]) -> torch.Tensor:
+        """(B, T) position ids, shifted to the family's first position; padding columns take the first one."""
+        ids, _ = pad_ids(positions, 0)
+        return ids + self.position_offset
 
     def _masked(self, seqs: list[list[int]], gens: list[torch.Generator]) -> dict:
         ids, attention = pad_ids(seqs, self.pad)

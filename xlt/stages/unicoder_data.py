@@ -2,7 +2,8 @@
 special tokens (``<s> … </s>``):
 
 - ``pair_input(a, b, eos)``: ``<s> A </s></s> B </s>`` (the encoder's own sentence-pair layout, as fine-tuning on
-  sentence pairs reads it) for TLM and paraphrase classification;
+  sentence pairs reads it) for TLM and paraphrase classification; ``pair_positions(a, b)``: TLM's position ids,
+  each side counted from 0 (XLM);
 - ``code_switched_documents(...)``: consecutive translation pairs of one document (file), every second sentence in
   the other language, packed up to ``max_length`` sub-tokens (a document is cut at a sentence boundary, never
   inside a sentence), for cross-lingual MLM on code-switched text;
@@ -22,6 +23,14 @@ OFFSET = 1_000_000_000
 def pair_input(a: list[int], b: list[int], eos: int) -> list[int]:
     """``<s> a </s>`` + ``<s> b </s>`` -> ``<s> a </s></s> b </s>``."""
     return a + [eos] + b[1:]
+
+
+def pair_positions(a: list[int], b: list[int]) -> list[int]:
+    """Position ids (from 0) of ``pair_input(a, b, eos)`` with each side counted from 0: XLM's TLM resets the
+    positions of the second sentence "to facilitate the alignment" (Lample & Conneau 2019, section 3.3; their
+    ``concat_batches(..., reset_positions=True)``), so a word and its translation at the same place share a position
+    embedding.  The second side's leading ``</s>`` takes ``<s>``'s position 0."""
+    return list(range(len(a))) + list(range(len(b)))
 
 
 @dataclass
