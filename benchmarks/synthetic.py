@@ -147,7 +147,8 @@ def _reusing_base(stage: str, lang: str, init: str) -> list[str]:
             f"options.base_from={stage_dir(stage, LANG_VARIANT[lang]) / 'base'}"]
 
 
-STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text", "mlm_embeddings": "continued_mlm_embeddings",
+STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text",
+                "mlm_embeddings": "continued_mlm_embeddings",
                 "unicoder_mlm+tlm": "unicoder_mlm+tlm", "unicoder_all5": "unicoder_all5",
                 "unicoder_mlm+tlm_xsid": "unicoder_mlm+tlm_xsid_text",
                 "unicoder_mlm+tlm_reset": "unicoder_mlm+tlm_reset_positions",
