@@ -82,6 +82,11 @@ STAGES = {
     "mlm_xsid": ("pretrain-mlm-ja", lambda lang: [
         *STAGES["mlm"][1](lang), f"corpus.langs={{en: [{XSID_TEXT[0]}], {lang}: [{XSID_TEXT[0]}]}}",
         f"corpus.line_selection={{en: [2, 0], {lang}: [2, 1]}}"]),
+    # its control for the TLM run below with the same embedding phase: MLM alone (no pairs) with the word embeddings
+    # learning in a 1500-step head phase at 1e-3, then 800 all-parameter steps
+    "mlm_xsid_embeddings_1500": ("pretrain-mlm-ja", lambda lang: [
+        *STAGES["mlm_xsid"][1](lang), "phases.0.steps=1500", "phases.0.eval_every=500",
+        "phases.0.trainable=['objectives.*', '*word_embeddings*']", "phases.1.steps=800", "phases.1.eval_every=400"]),
     "unicoder_mlm+tlm": ("pretrain-unicoder", lambda lang: _unicoder(lang, "{mlm: 1.0, tlm: 1.0}")),
     "unicoder_all5": ("pretrain-unicoder", lambda lang: _unicoder(
         lang, "{mlm: 1.0, tlm: 1.0, word_recovery: 1.0, paraphrase: 1.0, cs_mlm: 1.0}")),
@@ -148,6 +153,7 @@ def _reusing_base(stage: str, lang: str, init: str) -> list[str]:
 
 
 STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text",
+                "mlm_xsid_embeddings_1500": "continued_mlm_xsid_text_embeddings_1500",
                 "mlm_embeddings": "continued_mlm_embeddings",
                 "unicoder_mlm+tlm": "unicoder_mlm+tlm", "unicoder_all5": "unicoder_all5",
                 "unicoder_mlm+tlm_xsid": "unicoder_mlm+tlm_xsid_text",
@@ -212,7 +218,7 @@ def _unicoder(lang: str, objectives: str, en_files: list[str] = EN_FILES, pair_f
 
 
 def _unicoder_reset(stage: str, lang: str) -> list[str]:
-    return [o for o in STAGES[stage][1](lang) if o != "options.tlm_reset_positions=false"]
+    return [*STAGES[stage][1](lang), "options.tlm_reset_positions=true"]  # the later override wins
 
 
 def jobs() -> list[str]:
