@@ -101,10 +101,17 @@ STAGES = {
     # ... and with the word embeddings learning in the first phase too, at its lr (1e-3, 300 steps; the body frozen):
     # fresh rows move ~0.2 (L2) in 600 steps at 5e-4 (synthetic_basin.py), far from the 1-2 to where they belong
     "unicoder_mlm+tlm_xsid_reset_embeddings": ("pretrain-unicoder", lambda lang: [
-        *_unicoder_reset("unicoder_mlm+tlm_xsid", lang), "phases.0.steps=300", "phases.0.eval_every=300",
-        "phases.0.trainable=['shared.*', 'objectives.*', '*word_embeddings*']"]),
+        *_unicoder_reset("unicoder_mlm+tlm_xsid", lang), *_embedding_phase(300)]),
     "unicoder_mlm+tlm_xsid_reset_embeddings_1500": ("pretrain-unicoder", lambda lang: [
-        *STAGES["unicoder_mlm+tlm_xsid_reset_embeddings"][1](lang), "phases.0.steps=1500", "phases.0.eval_every=500"]),
+        *_unicoder_reset("unicoder_mlm+tlm_xsid", lang), *_embedding_phase(1500)]),
+    # the 1500-step embedding phase: with TLM's positions running on (does the reset matter once the rows learn?),
+    # at 3x the lr (is the rows' step size still the limit?), and on the out-of-domain pairs (PAIR_FILES)
+    "unicoder_mlm+tlm_xsid_embeddings_1500": ("pretrain-unicoder", lambda lang: [
+        *STAGES["unicoder_mlm+tlm_xsid"][1](lang), *_embedding_phase(1500)]),
+    "unicoder_mlm+tlm_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: [
+        *_unicoder_reset("unicoder_mlm+tlm_xsid", lang), *_embedding_phase(1500, "3.0e-3")]),
+    "unicoder_mlm+tlm_reset_embeddings_1500": ("pretrain-unicoder", lambda lang: [
+        *_unicoder_reset("unicoder_mlm+tlm", lang), *_embedding_phase(1500)]),
     # TALL: unsupervised MT English <-> synthetic; BLEU against the exact images of Tatoeba's English side
     "tall": ("pretrain-tall-en-de", lambda lang: [
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
@@ -163,11 +170,21 @@ STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text",
                 "unicoder_mlm+tlm_xsid_reset_embeddings": "unicoder_mlm+tlm_xsid_text_reset_positions_embeddings",
                 "unicoder_mlm+tlm_xsid_reset_embeddings_1500":
                     "unicoder_mlm+tlm_xsid_text_reset_positions_embeddings_1500",
+                "unicoder_mlm+tlm_xsid_embeddings_1500": "unicoder_mlm+tlm_xsid_text_embeddings_1500",
+                "unicoder_mlm+tlm_xsid_reset_embeddings_1500_lr3x":
+                    "unicoder_mlm+tlm_xsid_text_reset_positions_embeddings_1500_lr3x",
+                "unicoder_mlm+tlm_reset_embeddings_1500": "unicoder_mlm+tlm_reset_positions_embeddings_1500",
                 "tall": "tall", "trelm": "trelm_migrated", "trelm_bridge": "trelm_migrated_bridge",
                 "trelm_scratch": "trelm_from_scratch", "trelm_bridge_comparable": "trelm_migrated_bridge_comparable",
                 "trelm_scratch_comparable": "trelm_from_scratch_comparable",
                 "trelm_random_comparable": "trelm_random_rows_comparable",
                 "unmigrated": "trelm_unmigrated"}
+
+# the stages whose word embeddings learnt in pre-training, fine-tuned a second time with them frozen (the shipped
+# xsid-zero-shot setting, which COMMON turns off because the other rows' synthetic rows are random): English-only
+# fine-tuning moves the English rows and leaves the synthetic ones where pre-training tied them to the old English
+FROZEN_AFTER = [st for st in STAGES if "_embeddings" in st and st != "mlm_embeddings"]
+FROZEN_SUFFIX = "_then_frozen_embeddings"
 
 
 def stage_rows(runs: Path, stage: str, variant: str, trained_elsewhere: bool = False) -> list[dict]:
@@ -221,6 +238,12 @@ def _unicoder_reset(stage: str, lang: str) -> list[str]:
     return [*STAGES[stage][1](lang), "options.tlm_reset_positions=true"]  # the later override wins
 
 
+def _embedding_phase(steps: int, lr: str = "1.0e-3") -> list[str]:
+    """Unicoder's head phase with the word embeddings learning too (the body still frozen), ``steps`` at ``lr``."""
+    return [f"phases.0.steps={steps}", f"phases.0.eval_every={min(steps, 500)}", f"phases.0.lr={lr}",
+            "phases.0.trainable=['shared.*', 'objectives.*', '*word_embeddings*']"]
+
+
 def jobs() -> list[str]:
     out = []
     for d in DATASETS:
@@ -230,6 +253,7 @@ def jobs() -> list[str]:
     out += [f"align-{st}-{v}" for st in ("trelm", "trelm_bridge", "trelm_bridge_comparable")
             for v in VARIANTS]  # TreLM's base only
     out += [f"xsid-after_{st}-{v}" for st in (*STAGES, "unmigrated") for v in VARIANTS]
+    out += [f"xsid-frozen_after_{st}-{v}" for st in FROZEN_AFTER for v in VARIANTS]
     return out
 
 
@@ -258,8 +282,9 @@ def run_pretrain(stage: str, variant: str, data_dir: str, base_only: bool = Fals
 def spec(job: str, seed: int) -> tuple[str, list[str]]:
     """job -> (shipped config, overrides)."""
     dataset, rest = job.split("-", 1)
-    if rest.startswith("after_"):  # zero-shot fine-tuning on a pre-trained encoder (TALL: its own method)
-        stage, variant = rest.removeprefix("after_").rsplit("-", 1)
+    if rest.startswith(("after_", "frozen_after_")):  # zero-shot fine-tuning on a pre-trained encoder (TALL: its own
+        frozen = rest.startswith("frozen_")             # method); frozen_: with the shipped frozen word embeddings
+        stage, variant = rest.removeprefix("frozen_").removeprefix("after_").rsplit("-", 1)
         lang = VARIANTS[variant]
         if stage == "unmigrated":  # TreLM's baseline: the English MiniLM, its vocabulary grown by fresh rows
             return f"{dataset}-zero-shot", COMMON + ["model.name=minilm-l6-en", *target_trained(lang)]
@@ -269,7 +294,7 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
         if stage.startswith("trelm"):  # as the TreLM paper: trained, selected and tested in the target language
             return f"{dataset}-zero-shot", COMMON + [f"model.name={folder / 'model'}", *target_trained(lang)]
         extra = ["train.method=tall"] if stage == "tall" else []
-        if stage == "mlm_embeddings":  # the English rows stay where the synthetic ones were fitted to them
+        if stage == "mlm_embeddings" or frozen:  # the English rows stay where the synthetic ones were fitted to them
             extra.append("model.freeze_embeddings=true")
         return f"{dataset}-zero-shot", COMMON + extra + [f"model.name={folder / 'model'}",
                                                         f"data.eval_langs=[en,{VARIANTS[variant]}]"]
@@ -346,6 +371,8 @@ def collect(runs: Path, results: Path) -> None:
         if job.startswith(("pretrain-", "align-")):  # align-: its row comes with its pretrain- job's
             continue
         method, variant = ("zero_shot", None) if rest == "zero_shot" else rest.rsplit("-", 1)
+        if method.startswith("frozen_after_"):
+            method = STAGE_METHOD[method.removeprefix("frozen_after_")] + FROZEN_SUFFIX
         method = STAGE_METHOD.get(method.removeprefix("after_"), method)
         for path in sorted(runs.glob(f"synthetic-{job}-seed*/results.json")):
             seed = int(path.parent.name.rsplit("seed", 1)[1])

@@ -16,8 +16,11 @@ from jobqueue import committed_results, git_commit, mean_std, merge_rows
 from unicoder import VARIANTS
 
 MAIN = {"xnli": ["accuracy"], "xsid": ["intent_acc", "slot_f1", "semantic_acc"]}
-ORDER = ["none", "mlm", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "all5", "all5+multi_language"]
-ON_TOP_OF_XLM = {v for v, tasks in VARIANTS.items() if {"mlm", "tlm"} < set(tasks)}  # XLM + more tasks
+ORDER = ["none", "mlm", "mlm+tlm", "mlm+tlm_reset", "word_recovery", "paraphrase", "cs_mlm", "all5", "all5_reset",
+         "all5+multi_language"]
+# XLM + more tasks (with XLM's positions: against mlm+tlm, which ran without), and XLM with the positions reset
+ON_TOP_OF_XLM = {v for v, tasks in VARIANTS.items() if {"mlm", "tlm"} < set(tasks) and not v.endswith("_reset")
+                 } | {"mlm+tlm_reset"}
 
 
 def _seen(runs: Path) -> set[str]:
@@ -78,7 +81,7 @@ def collect(runs: Path, results_dir: Path) -> None:
         if (run / "results.json").exists():
             res = json.loads((run / "results.json").read_text())
             variant = run.name.split("-unicoder-", 1)[1].rsplit("-seed", 1)[0]
-            variant = {"mlm-tlm": "mlm+tlm", "all5-multi_language": "all5+multi_language"}.get(variant, variant)
+            variant = {v.replace("+", "-"): v for v in (*VARIANTS, "all5+multi_language")}.get(variant, variant)
             rows += _fine_tune_rows(res, variant, seen, "multi_language" if "multi" in variant else "zero_shot")
     if (runs / "unicoder-probe.json").exists():
         rows += json.loads((runs / "unicoder-probe.json").read_text())

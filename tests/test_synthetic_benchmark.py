@@ -139,3 +139,19 @@ def test_a_rebuilt_base_does_not_replace_the_alignment_row_of_a_finished_stage(t
     synthetic.collect(tmp_path / "runs", tmp_path / "results")
     rows = json.loads((tmp_path / "results" / "synthetic.json").read_text())["rows"]
     assert [r["precision_at_1"] for r in rows if r["method"] == f"{method}_alignment"] == [0.9]
+
+
+def test_frozen_fine_tuning_after_an_embedding_phase_freezes_the_rows_pre_training_tied(monkeypatch, tmp_path):
+    monkeypatch.setattr(synthetic, "RUNS", tmp_path)
+    stage = "unicoder_mlm+tlm_xsid_reset_embeddings_1500"
+    assert stage in synthetic.FROZEN_AFTER and "mlm" not in synthetic.FROZEN_AFTER
+    assert f"xsid-frozen_after_{stage}-same_order" in synthetic.jobs()
+    folder = synthetic.stage_dir(stage, "same_order")
+    folder.mkdir()
+    (folder / "results.json").write_text("{}")
+    _, plain = synthetic.spec(f"xsid-after_{stage}-same_order", 1)
+    _, frozen = synthetic.spec(f"xsid-frozen_after_{stage}-same_order", 1)
+    assert f"model.name={folder / 'model'}" in frozen
+    # COMMON unfreezes them for every row; the later override wins
+    assert frozen.index("model.freeze_embeddings=true") > frozen.index("model.freeze_embeddings=false")
+    assert "model.freeze_embeddings=true" not in plain
