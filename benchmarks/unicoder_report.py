@@ -155,7 +155,8 @@ def _data_lines(pre: list[dict]) -> list[str]:
                 if r:
                     lines.append(f"| {variant} | {split} | {r['pairs']:,} | {100 * r['hard_share']:.1f} % | "
                                  f"{r['random_negatives']:,} | {100 * r.get('dan_retrieval_accuracy', 0):.1f} % | "
-                                 f"{r.get('mean_cosine_positive', 0):.3f} / {r.get('mean_cosine_hard_negative', 0):.3f} |")
+                                 f"{r.get('mean_cosine_positive', 0):.3f} / "
+                                 f"{r.get('mean_cosine_hard_negative', 0):.3f} |")
         lines.append("")
     return lines
 
