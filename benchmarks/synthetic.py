@@ -104,14 +104,14 @@ STAGES = {
         *_unicoder_reset("unicoder_mlm+tlm_xsid", lang), *_embedding_phase(300)]),
     "unicoder_mlm+tlm_xsid_reset_embeddings_1500": ("pretrain-unicoder", lambda lang: [
         *_unicoder_reset("unicoder_mlm+tlm_xsid", lang), *_embedding_phase(1500)]),
-    # the 1500-step embedding phase: with TLM's positions running on (does the reset matter once the rows learn?),
-    # at 3x the lr (is the rows' step size still the limit?), and on the out-of-domain pairs (PAIR_FILES)
-    "unicoder_mlm+tlm_xsid_embeddings_1500": ("pretrain-unicoder", lambda lang: [
-        *STAGES["unicoder_mlm+tlm_xsid"][1](lang), *_embedding_phase(1500)]),
+    # the 1500-step embedding phase at 3x the lr (is the rows' step size still the limit?), then so with TLM's
+    # positions running on (does the reset matter once the rows learn?); and on the out-of-domain pairs (PAIR_FILES)
     "unicoder_mlm+tlm_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: [
         *_unicoder_reset("unicoder_mlm+tlm_xsid", lang), *_embedding_phase(1500, "3.0e-3")]),
-    "unicoder_mlm+tlm_reset_embeddings_1500": ("pretrain-unicoder", lambda lang: [
-        *_unicoder_reset("unicoder_mlm+tlm", lang), *_embedding_phase(1500)]),
+    "unicoder_mlm+tlm_xsid_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: [
+        *STAGES["unicoder_mlm+tlm_xsid"][1](lang), *_embedding_phase(1500, "3.0e-3")]),
+    "unicoder_mlm+tlm_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: [
+        *_unicoder_reset("unicoder_mlm+tlm", lang), *_embedding_phase(1500, "3.0e-3")]),
     # TALL: unsupervised MT English <-> synthetic; BLEU against the exact images of Tatoeba's English side
     "tall": ("pretrain-tall-en-de", lambda lang: [
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
@@ -170,10 +170,11 @@ STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text",
                 "unicoder_mlm+tlm_xsid_reset_embeddings": "unicoder_mlm+tlm_xsid_text_reset_positions_embeddings",
                 "unicoder_mlm+tlm_xsid_reset_embeddings_1500":
                     "unicoder_mlm+tlm_xsid_text_reset_positions_embeddings_1500",
-                "unicoder_mlm+tlm_xsid_embeddings_1500": "unicoder_mlm+tlm_xsid_text_embeddings_1500",
+                "unicoder_mlm+tlm_xsid_embeddings_1500_lr3x": "unicoder_mlm+tlm_xsid_text_embeddings_1500_lr3x",
                 "unicoder_mlm+tlm_xsid_reset_embeddings_1500_lr3x":
                     "unicoder_mlm+tlm_xsid_text_reset_positions_embeddings_1500_lr3x",
-                "unicoder_mlm+tlm_reset_embeddings_1500": "unicoder_mlm+tlm_reset_positions_embeddings_1500",
+                "unicoder_mlm+tlm_reset_embeddings_1500_lr3x":
+                    "unicoder_mlm+tlm_reset_positions_embeddings_1500_lr3x",
                 "tall": "tall", "trelm": "trelm_migrated", "trelm_bridge": "trelm_migrated_bridge",
                 "trelm_scratch": "trelm_from_scratch", "trelm_bridge_comparable": "trelm_migrated_bridge_comparable",
                 "trelm_scratch_comparable": "trelm_from_scratch_comparable",
