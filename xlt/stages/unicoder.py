@@ -9,6 +9,11 @@ tied to the input embeddings (``lm_head``), exported beside the encoder.
 
 Evaluation on held-out text (the tail of every file; masking and coin flips fixed per example): loss and accuracy
 of each task the stage trains.  The selection value is their mean accuracy (the exported encoder is the last step).
+
+A language whose pieces are NEW embedding rows (a grown vocabulary, e.g. a synthetic language) needs its rows to
+learn at more than the body's learning rate: add ``'*word_embeddings*'`` to the head phase's ``trainable`` (and give
+it steps), as docs/benchmarks/synthetic.md measured -- at the body's 5e-5 random rows barely move, and TLM cannot
+tie them to English.
 """
 from __future__ import annotations
 
