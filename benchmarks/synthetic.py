@@ -65,6 +65,7 @@ COMPARABLE = EN_FILES + SYN_FILES  # both sides of the comparable TreLM runs (co
 # an IN-DOMAIN control for the pre-training stages: xSID's English training utterances (text only, no labels) -- the
 # sentences whose exact images translate-train trains on; the test sentences stay unseen
 XSID_TEXT = ["xsid/train/en.text"]
+ALL5 = "{mlm: 1.0, tlm: 1.0, word_recovery: 1.0, paraphrase: 1.0, cs_mlm: 1.0}"  # Unicoder's five objectives
 STAGES = {
     # K et al.'s setting: MLM on English + synthetic monolingual text (no parallel data)
     "mlm": ("pretrain-mlm-ja", lambda lang: [
@@ -87,9 +88,11 @@ STAGES = {
     "mlm_xsid_embeddings_1500": ("pretrain-mlm-ja", lambda lang: [
         *STAGES["mlm_xsid"][1](lang), "phases.0.steps=1500", "phases.0.eval_every=500",
         "phases.0.trainable=['objectives.*', '*word_embeddings*']", "phases.1.steps=800", "phases.1.eval_every=400"]),
+    # ... and at the lr that let TLM's rows learn (3e-3): the MLM-only control of unicoder_mlm+tlm_xsid_*_lr3x
+    "mlm_xsid_embeddings_1500_lr3x": ("pretrain-mlm-ja", lambda lang: [
+        *STAGES["mlm_xsid_embeddings_1500"][1](lang), "phases.0.lr=3.0e-3"]),
     "unicoder_mlm+tlm": ("pretrain-unicoder", lambda lang: _unicoder(lang, "{mlm: 1.0, tlm: 1.0}")),
-    "unicoder_all5": ("pretrain-unicoder", lambda lang: _unicoder(
-        lang, "{mlm: 1.0, tlm: 1.0, word_recovery: 1.0, paraphrase: 1.0, cs_mlm: 1.0}")),
+    "unicoder_all5": ("pretrain-unicoder", lambda lang: _unicoder(lang, ALL5)),
     # the same stage on in-domain pairs (XSID_TEXT and its images): does TLM tie the two vocabularies together when
     # its text covers the test domain's pieces many times over, in the same 100 + 800 steps?
     "unicoder_mlm+tlm_xsid": ("pretrain-unicoder", lambda lang: _unicoder(lang, "{mlm: 1.0, tlm: 1.0}", XSID_TEXT,
@@ -112,6 +115,11 @@ STAGES = {
         *STAGES["unicoder_mlm+tlm_xsid"][1](lang), *_embedding_phase(1500, "3.0e-3")]),
     "unicoder_mlm+tlm_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: [
         *_unicoder_reset("unicoder_mlm+tlm", lang), *_embedding_phase(1500, "3.0e-3")]),
+    # all five objectives on the same in-domain pairs, the same reset and 3e-3 phase, the same 1500 + 800 steps (each
+    # objective a batch in turn, so TLM gets a fifth of the batches mlm+tlm's half): the goal all5 >= mlm+tlm there
+    "unicoder_all5_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: [
+        *_unicoder(lang, ALL5, XSID_TEXT, XSID_TEXT), "options.tlm_reset_positions=true",
+        *_embedding_phase(1500, "3.0e-3")]),
     # TALL: unsupervised MT English <-> synthetic; BLEU against the exact images of Tatoeba's English side
     "tall": ("pretrain-tall-en-de", lambda lang: [
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
@@ -161,6 +169,7 @@ def _reusing_base(stage: str, lang: str, init: str) -> list[str]:
 
 STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text",
                 "mlm_xsid_embeddings_1500": "continued_mlm_xsid_text_embeddings_1500",
+                "mlm_xsid_embeddings_1500_lr3x": "continued_mlm_xsid_text_embeddings_1500_lr3x",
                 "mlm_embeddings": "continued_mlm_embeddings",
                 "unicoder_mlm+tlm": "unicoder_mlm+tlm", "unicoder_all5": "unicoder_all5",
                 "unicoder_mlm+tlm_xsid": "unicoder_mlm+tlm_xsid_text",
@@ -175,6 +184,8 @@ STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text",
                     "unicoder_mlm+tlm_xsid_text_reset_positions_embeddings_1500_lr3x",
                 "unicoder_mlm+tlm_reset_embeddings_1500_lr3x":
                     "unicoder_mlm+tlm_reset_positions_embeddings_1500_lr3x",
+                "unicoder_all5_xsid_reset_embeddings_1500_lr3x":
+                    "unicoder_all5_xsid_text_reset_positions_embeddings_1500_lr3x",
                 "tall": "tall", "trelm": "trelm_migrated", "trelm_bridge": "trelm_migrated_bridge",
                 "trelm_scratch": "trelm_from_scratch", "trelm_bridge_comparable": "trelm_migrated_bridge_comparable",
                 "trelm_scratch_comparable": "trelm_from_scratch_comparable",

@@ -109,6 +109,9 @@ def test_every_stage_loads_as_a_config_and_the_comparable_text_splits_one_text(m
     from xlt.config import find_config, load_stage_config
 
     monkeypatch.setattr(synthetic, "RUNS", tmp_path)
+    # each stage's rows get a method name of their own
+    assert set(synthetic.STAGES) <= set(synthetic.STAGE_METHOD)
+    assert len(set(synthetic.STAGE_METHOD.values())) == len(synthetic.STAGE_METHOD)
     for stage, (config, overrides) in synthetic.STAGES.items():
         for lang in synthetic.VARIANTS.values():
             cfg = load_stage_config(find_config(config), overrides(lang))
