@@ -4,7 +4,8 @@ Pre-training (``xlt pretrain pretrain-unicoder``, seed 1; the shipped budget: 20
 encoder, then 1600 steps of everything, batch 32) in the variants of the paper's ablation: ``mlm`` (MLM only),
 ``mlm+tlm`` (XLM), ``word_recovery`` / ``paraphrase`` / ``cs_mlm`` (XLM + that task), ``all5`` -- these with TLM's
 translation positions running on, as they were run -- and ``mlm+tlm_reset`` / ``all5_reset`` (positions from 0 again
-on the translation, as XLM's TLM and xlt's default).  Fine-tuning, 3 seeds
+on the translation, as XLM's TLM and xlt's default), ``mlm+tlm_reset_libreoffice`` (the same with the LibreOffice help
+text added to every language and pair, the same steps).  Fine-tuning, 3 seeds
 each, checkpoint chosen on the ENGLISH dev set: ``xnli-zero-shot`` (learning rate as chosen by benchmarks/tasks.py's
 English-dev probes) and ``xsid-zero-shot``, on each pre-trained encoder; ``all5+multi_language`` adds
 multi-language fine-tuning where translations exist (XNLI: es by Apertium; xSID: sr by Apertium, da shipped MT).
@@ -34,7 +35,11 @@ VARIANTS = {
     # reset, Lample & Conneau 2019 section 3.3, was added) and are re-run so; *_reset: the translation from 0 again
     "mlm+tlm_reset": ["mlm", "tlm"],
     "all5_reset": ["mlm", "tlm", "word_recovery", "paraphrase", "cs_mlm"],
+    # XLM with the reset on MORE text, the same 1800 batches (issue 49): the LibreOffice help added to every
+    # language's monolingual text and to every translation pair (human-translated paragraphs, 13k-27k a language)
+    "mlm+tlm_reset_libreoffice": ["mlm", "tlm"],
 }
+MORE_TEXT = {"mlm+tlm_reset_libreoffice": "libreoffice"}
 MULTI = {"xnli": ["train.method=multi_language", "translation.translator=apertium", "translation.languages=[es]"],
          "xsid": ["train.method=multi_language", "translation.translator=apertium", "translation.languages=[sr,da]",
                   "translation.per_language=[da=file]"]}
@@ -44,15 +49,26 @@ def stage_dir(variant: str) -> Path:
     return RUNS / f"unicoder-{variant.replace('+', '-')}"
 
 
+def more_text(files: list[str], parallel: dict[str, list[str]], source: str) -> list[str]:
+    """Overrides adding ``mono/LANG/SOURCE.txt`` for every language of ``files`` and ``parallel/en-L/SOURCE.L`` to
+    every translation pair."""
+    langs = sorted({f.split("/")[1] for f in files})
+    return ["corpus.files=[" + ", ".join([*files, *(f"mono/{lang}/{source}.txt" for lang in langs)]) + "]",
+            "corpus.parallel={" + ", ".join(f"{lang}: [{', '.join([*fs, f'parallel/en-{lang}/{source}.{lang}'])}]"
+                                            for lang, fs in parallel.items()) + "}"]
+
+
 def run_pretrain(variant: str, data_dir: str) -> Path:
     from xlt.config import find_config, load_stage_config
 
     tasks = "{" + ", ".join(f"{t}: 1.0" for t in VARIANTS[variant]) + "}"
-    cfg = load_stage_config(find_config("pretrain-unicoder"), [
-        f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
-        f"phases.0.objectives={tasks}", f"phases.1.objectives={tasks}",
-        f"options.tlm_reset_positions={str(variant.endswith('_reset')).lower()}"])
-    return pretrain(cfg)
+    overrides = [f"corpus.data_dir={data_dir}", f"output_dir={RUNS}", f"name={stage_dir(variant).name}",
+                 f"phases.0.objectives={tasks}", f"phases.1.objectives={tasks}",
+                 f"options.tlm_reset_positions={str('_reset' in variant).lower()}"]
+    if variant in MORE_TEXT:
+        shipped = load_stage_config(find_config("pretrain-unicoder"), overrides).corpus
+        overrides += more_text(shipped.files, shipped.parallel, MORE_TEXT[variant])
+    return pretrain(load_stage_config(find_config("pretrain-unicoder"), overrides))
 
 
 def run_fine_tune(dataset: str, variant: str, seed: int, data_dir: str) -> Path:
@@ -77,9 +93,10 @@ def run_fine_tune(dataset: str, variant: str, seed: int, data_dir: str) -> Path:
 
 def queue(seeds: list[int]) -> list[tuple[str, int]]:
     """all5 first (the main question), then XLM (mlm+tlm), then the single additions, then MLM alone; then XLM and
-    all5 with TLM's positions reset."""
+    all5 with TLM's positions reset, then XLM with the reset on more text."""
     q = []
-    for variant in ("all5", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "mlm", "mlm+tlm_reset", "all5_reset"):
+    for variant in ("all5", "mlm+tlm", "word_recovery", "paraphrase", "cs_mlm", "mlm", "mlm+tlm_reset", "all5_reset",
+                    "mlm+tlm_reset_libreoffice"):
         q += [(f"pretrain-{variant}", 1), ("probe-all", 1)]
         q += [(f"{d}-{variant}", s) for s in seeds for d in ("xsid", "xnli")]
         if variant == "all5":
