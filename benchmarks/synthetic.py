@@ -121,6 +121,12 @@ STAGES = {
     "unicoder_all5_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: [
         *_unicoder(lang, ALL5, XSID_TEXT, XSID_TEXT), "options.tlm_reset_positions=true",
         *_embedding_phase(1500, "3.0e-3")]),
+    # which of all5's additions gives its gain over mlm+tlm (paraphrase stayed at chance): MLM + TLM with word recovery
+    # alone, and with code-switched MLM alone, each objective a batch in turn, the same pairs, reset, phase and steps
+    **{f"unicoder_mlm+tlm+{extra}_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang, extra=extra: [
+        *_unicoder(lang, f"{{mlm: 1.0, tlm: 1.0, {extra}: 1.0}}", XSID_TEXT, XSID_TEXT),
+        "options.tlm_reset_positions=true", *_embedding_phase(1500, "3.0e-3")])
+       for extra in ("word_recovery", "cs_mlm")},
     # TALL: unsupervised MT English <-> synthetic; BLEU against the exact images of Tatoeba's English side
     "tall": ("pretrain-tall-en-de", lambda lang: [
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
@@ -193,6 +199,9 @@ STAGE_METHOD = {"mlm": "continued_mlm", "mlm_xsid": "continued_mlm_xsid_text",
                     "unicoder_mlm+tlm_reset_positions_embeddings_1500_lr3x",
                 "unicoder_all5_xsid_reset_embeddings_1500_lr3x":
                     "unicoder_all5_xsid_text_reset_positions_embeddings_1500_lr3x",
+                **{f"unicoder_mlm+tlm+{x}_xsid_reset_embeddings_1500_lr3x":
+                   f"unicoder_mlm+tlm+{x}_xsid_text_reset_positions_embeddings_1500_lr3x"
+                   for x in ("word_recovery", "cs_mlm")},
                 "tall": "tall", "tall_on_aligned_encoder": "tall_on_unicoder_encoder",
                 "trelm": "trelm_migrated", "trelm_bridge": "trelm_migrated_bridge",
                 "trelm_scratch": "trelm_from_scratch", "trelm_bridge_comparable": "trelm_migrated_bridge_comparable",
