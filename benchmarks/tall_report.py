@@ -21,7 +21,7 @@ VARIANTS = ["none", "dae_only", "bt_only", "encoder_only"]
 def _pretrain_rows(run: Path, pair: str, variant: str) -> tuple[list[dict], list[dict]]:
     """(result rows, learning-curve points) of one pre-training run."""
     res = json.loads((run / "results.json").read_text())
-    src, tgt = pair.split("-")
+    src, tgt = pair.split("-", 1)  # en-syn-en: en, syn-en
     last = res["phases"][-1]["final_eval"]
     seconds = sum(p["summary"]["train_seconds"] for p in res["phases"])
     tokens = sum(p["summary"]["train_tokens"] for p in res["phases"])

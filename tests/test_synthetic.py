@@ -103,6 +103,38 @@ def test_grown_model_has_fresh_rows_and_is_deterministic(xlt_home, tmp_path):
                        grown)
 
 
+def test_a_packed_model_with_the_full_row_statistics_grows_the_same_language(xlt_home, tmp_path, monkeypatch):
+    """benchmarks/gpu_pack.py zeroes the rows no carried file uses; with the full matrix's statistics
+    (XLT_SYNTHETIC_ROW_STATS) the grown rows are those of the full model, without them they are not."""
+    from safetensors.torch import save_file
+
+    from xlt.synthetic.vocab import ROW_STATS_ENV, grow_folder, row_statistics
+
+    source = zoo.resolve("tiny-random")
+    weights = load_file(str(source / "model.safetensors"))
+    key = "embeddings.word_embeddings.weight"
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    for f in source.iterdir():
+        if f.is_file() and f.name != "model.safetensors":
+            (packed / f.name).write_bytes(f.read_bytes())
+    zeroed = dict(weights)
+    zeroed[key] = weights[key].clone()
+    zeroed[key][1::2] = 0  # the rows no carried text uses
+    save_file(zeroed, str(packed / "model.safetensors"))
+    save_file({k: v.contiguous() for k, v in row_statistics(weights[key].float()).items()}, str(tmp_path / "s.st"))
+
+    def grown(src, name):
+        grow_folder(src, tmp_path / name, "en")
+        return load_file(str(tmp_path / name / "model.safetensors"))[key][weights[key].shape[0]:]
+
+    full = grown(source, "full")
+    assert not torch.allclose(grown(packed, "packed_alone"), full)
+    monkeypatch.setenv(ROW_STATS_ENV, str(tmp_path / "s.st"))
+    assert torch.allclose(grown(packed, "packed_with_statistics"), full, atol=1e-6)
+    assert json.loads((tmp_path / "packed_with_statistics" / "synthetic.json").read_text())["row_statistics_from"]
+
+
 def test_labels_are_carried_exactly_in_both_word_orders():
     u = Utterance(["wake", "me", "at", "7", "am", "in", "Berlin"], ["O", "O", "O", "B-datetime", "I-datetime", "O",
                                                                   "B-location"], "alarm/set_alarm", "en", "f:1")

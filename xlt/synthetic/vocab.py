@@ -19,6 +19,7 @@ export and serving work on it unchanged.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -29,13 +30,28 @@ MARKER = "synthetic.json"
 INIT = "normal(mean, covariance of the existing rows)"  # a grown folder with another init is grown again
 
 
-def sample_like(rows, n: int):
-    """(n, H) draws from the normal distribution fitted to ``rows`` (V, H): same mean and full covariance."""
+# a file of the existing rows' statistics (``mean``, ``covariance``: what ``row_statistics`` returns) to draw from
+# instead: a GPU run whose base model was packed with its unused rows zeroed (benchmarks/gpu_pack.py) grows the same
+# language as the full model does here
+ROW_STATS_ENV = "XLT_SYNTHETIC_ROW_STATS"
+
+
+def row_statistics(rows) -> dict:
+    """Mean (H,) and covariance (H, H) of ``rows`` (V, H), and V (a file of them applies to that model only)."""
     import torch
 
     mean = rows.mean(0)
     centred = rows - mean
-    covariance = centred.T @ centred / rows.shape[0]
+    return {"mean": mean, "covariance": centred.T @ centred / rows.shape[0], "rows": torch.tensor(rows.shape[0])}
+
+
+def sample_like(rows, n: int, stats: dict | None = None):
+    """(n, H) draws from the normal distribution fitted to ``rows`` (V, H) (or given by ``stats``): same mean and
+    full covariance."""
+    import torch
+
+    stats = stats or row_statistics(rows)
+    mean, covariance = stats["mean"], stats["covariance"]
     jitter = 1e-6 * covariance.diagonal().mean() * torch.eye(rows.shape[1])  # a rank-deficient tiny model
     return mean + torch.randn(n, rows.shape[1]) @ torch.linalg.cholesky(covariance + jitter).T
 
@@ -144,14 +160,22 @@ def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict
     new_size = max(old, max(n for _, n in pairs) + 1)
     encoder.resize_token_embeddings(new_size, mean_resizing=False)
     rows = encoder.get_input_embeddings().weight
+    stats = None
+    if os.environ.get(ROW_STATS_ENV) and Path(os.environ[ROW_STATS_ENV]).exists():
+        from safetensors.torch import load_file
+
+        stats = load_file(os.environ[ROW_STATS_ENV])
+        if stats["mean"].shape != (rows.shape[1],) or int(stats["rows"]) != old:  # another model's statistics
+            stats = None
     with torch.no_grad(), torch.random.fork_rng():  # a fixed language whatever run builds it first
         torch.manual_seed(seed)
-        rows[old:] = sample_like(rows[:old].float(), new_size - old).to(rows.dtype)
+        rows[old:] = sample_like(rows[:old].float(), new_size - old, stats).to(rows.dtype)
     encoder.save_pretrained(str(target), safe_serialization=True)
     previous = json.loads((source / MARKER).read_text()) if (source / MARKER).exists() else {}
     info = {"bases": previous.get("bases", []) + [base], "seed": seed, "source": str(source),
             "added": previous.get("added", 0) + len(pairs), "vocab_size_before": old, "vocab_size": new_size,
-            "pairs": {**previous.get("pairs", {}), base: [[b, n] for b, n in pairs]}, "init": INIT}
+            "pairs": {**previous.get("pairs", {}), base: [[b, n] for b, n in pairs]}, "init": INIT,
+            **({"row_statistics_from": os.environ[ROW_STATS_ENV]} if stats is not None else {})}
     (target / MARKER).write_text(json.dumps(info))
     return info
 
