@@ -118,15 +118,11 @@ STAGES = {
         *_unicoder_reset("unicoder_mlm+tlm", lang), *_embedding_phase(1500, "3.0e-3")]),
     # all five objectives on the same in-domain pairs, the same reset and 3e-3 phase, the same 1500 + 800 steps (each
     # objective a batch in turn, so TLM gets a fifth of the batches mlm+tlm's half): the goal all5 >= mlm+tlm there
-    "unicoder_all5_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: [
-        *_unicoder(lang, ALL5, XSID_TEXT, XSID_TEXT), "options.tlm_reset_positions=true",
-        *_embedding_phase(1500, "3.0e-3")]),
+    "unicoder_all5_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang: _in_domain_lr3x(lang, ALL5)),
     # which of all5's additions gives its gain over mlm+tlm (paraphrase stayed at chance): MLM + TLM with word recovery
     # alone, and with code-switched MLM alone, each objective a batch in turn, the same pairs, reset, phase and steps
-    **{f"unicoder_mlm+tlm+{extra}_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang, extra=extra: [
-        *_unicoder(lang, f"{{mlm: 1.0, tlm: 1.0, {extra}: 1.0}}", XSID_TEXT, XSID_TEXT),
-        "options.tlm_reset_positions=true", *_embedding_phase(1500, "3.0e-3")])
-       for extra in ("word_recovery", "cs_mlm")},
+    **{f"unicoder_mlm+tlm+{extra}_xsid_reset_embeddings_1500_lr3x": ("pretrain-unicoder", lambda lang, extra=extra:
+       _in_domain_lr3x(lang, f"{{mlm: 1.0, tlm: 1.0, {extra}: 1.0}}")) for extra in ("word_recovery", "cs_mlm")},
     # TALL: unsupervised MT English <-> synthetic; BLEU against the exact images of Tatoeba's English side
     "tall": ("pretrain-tall-en-de", lambda lang: [
         f"corpus.langs={{en: [{', '.join(EN_FILES)}], {lang}: [{', '.join(SYN_FILES)}]}}",
@@ -265,6 +261,13 @@ def _unicoder(lang: str, objectives: str, en_files: list[str] = EN_FILES, pair_f
 
 def _unicoder_reset(stage: str, lang: str) -> list[str]:
     return [*STAGES[stage][1](lang), "options.tlm_reset_positions=true"]  # the later override wins
+
+
+def _in_domain_lr3x(lang: str, objectives: str) -> list[str]:
+    """Unicoder ``objectives`` on the in-domain pairs (XSID_TEXT and its images), TLM's positions reset, the word
+    embeddings learning in a 1500-step head phase at 3e-3."""
+    return [*_unicoder(lang, objectives, XSID_TEXT, XSID_TEXT), "options.tlm_reset_positions=true",
+            *_embedding_phase(1500, "3.0e-3")]
 
 
 def _embedding_phase(steps: int, lr: str = "1.0e-3") -> list[str]:

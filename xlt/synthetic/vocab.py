@@ -45,6 +45,17 @@ def row_statistics(rows) -> dict:
     return {"mean": mean, "covariance": centred.T @ centred / rows.shape[0], "rows": torch.tensor(rows.shape[0])}
 
 
+def _packed_row_statistics(vocab_size: int, width: int) -> dict | None:
+    """The statistics of ``$XLT_SYNTHETIC_ROW_STATS`` if that file is there and is of a (vocab_size, width) matrix."""
+    path = os.environ.get(ROW_STATS_ENV)
+    if not path or not Path(path).exists():
+        return None
+    from safetensors.torch import load_file
+
+    stats = load_file(path)
+    return stats if stats["mean"].shape == (width,) and int(stats["rows"]) == vocab_size else None
+
+
 def sample_like(rows, n: int, stats: dict | None = None):
     """(n, H) draws from the normal distribution fitted to ``rows`` (V, H) (or given by ``stats``): same mean and
     full covariance."""
@@ -160,13 +171,7 @@ def grow_folder(source: Path, target: Path, base: str, seed: int = SEED) -> dict
     new_size = max(old, max(n for _, n in pairs) + 1)
     encoder.resize_token_embeddings(new_size, mean_resizing=False)
     rows = encoder.get_input_embeddings().weight
-    stats = None
-    if os.environ.get(ROW_STATS_ENV) and Path(os.environ[ROW_STATS_ENV]).exists():
-        from safetensors.torch import load_file
-
-        stats = load_file(os.environ[ROW_STATS_ENV])
-        if stats["mean"].shape != (rows.shape[1],) or int(stats["rows"]) != old:  # another model's statistics
-            stats = None
+    stats = _packed_row_statistics(old, rows.shape[1])
     with torch.no_grad(), torch.random.fork_rng():  # a fixed language whatever run builds it first
         torch.manual_seed(seed)
         rows[old:] = sample_like(rows[:old].float(), new_size - old, stats).to(rows.dtype)
