@@ -62,6 +62,31 @@ def test_decoder_shapes_causal_mask_and_shared_embeddings():
     assert emb.weight.grad is not None and emb.weight.grad.abs().sum() > 0
 
 
+def test_pre_ln_decoder_saves_loads_and_old_files_read_as_post_ln(tmp_path):
+    """norm_first=True builds pre-LN layers + a final LayerNorm; save/load keeps it; a decoder.json written before
+    the setting existed loads as the post-LN decoder it was."""
+    import json
+
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(50, 32)
+    settings = DecoderSettings(layers=2, heads=2, ffn=64, dropout=0.0, max_positions=20, norm_first=True)
+    dec = TiedDecoder(32, 50, settings).eval()
+    assert dec.layers.layers[0].norm_first and dec.layers.norm is not None
+    memory, mem_mask, tokens = torch.randn(1, 5, 32), torch.ones(1, 5), torch.tensor([[5, 6, 7]])
+    dec.save(tmp_path)
+    again = TiedDecoder.load(tmp_path, 32).eval()
+    assert again.settings.norm_first
+    assert torch.equal(dec(emb, torch.tensor([0]), tokens, memory, mem_mask),
+                       again(emb, torch.tensor([0]), tokens, memory, mem_mask))
+    _, post = tiny_decoder()
+    post.save(tmp_path)
+    meta = json.loads((tmp_path / "decoder.json").read_text())
+    del meta["norm_first"]
+    (tmp_path / "decoder.json").write_text(json.dumps(meta))
+    old = TiedDecoder.load(tmp_path, 32)
+    assert not old.settings.norm_first and old.layers.norm is None
+
+
 def test_decoder_starts_from_the_encoder_layers(xlt_home):
     """decoder_init=encoder (XLM's recipe): layer i's self-attention, feed-forward and LayerNorms are encoder layer
     i's, positions are the encoder's (+ token type 0); the cross-attention stays new; a decoder whose heads differ
@@ -90,6 +115,10 @@ def test_decoder_starts_from_the_encoder_layers(xlt_home):
                                                            ffn=c.intermediate_size))
     with pytest.raises(ConfigError, match="heads"):
         init_from_encoder(wrong, encoder)
+    pre_ln = TiedDecoder(c.hidden_size, 50, DecoderSettings(layers=2, heads=c.num_attention_heads,
+                                                            ffn=c.intermediate_size, norm_first=True))
+    with pytest.raises(ConfigError, match="post-LN"):
+        init_from_encoder(pre_ln, encoder)
 
 
 def test_greedy_decode_stays_in_allowed_tokens_and_stops():

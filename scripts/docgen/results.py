@@ -53,6 +53,7 @@ SCRIPTS = {
     "synthetic-cuda": "XLT_SYNTHETIC_NAME=synthetic-cuda python benchmarks/synthetic.py --data-dir ../shared/data "
                       "(on a GPU)",
     "tall": "python benchmarks/tall.py --data-dir ../shared/data",
+    "tall-copy-probe": "python benchmarks/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100",
     "training-speed": "python benchmarks/training_speed.py --data-dir ../shared/data",
     "training-speed-bf16": "python benchmarks/training_speed.py --data-dir ../shared/data --precision bf16",
     "training-speed-cuda": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from benchmarks/gpu_pack.py)",
@@ -93,6 +94,7 @@ CONFIGS = {
     "synthetic": "xsid-zero-shot / pawsx-zero-shot and the stage configs, with the synthetic settings of "
                  "benchmarks/synthetic.py", "synthetic-cuda": "as synthetic, on a GPU",
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
+    "tall-copy-probe": "pretrain-tall-*'s phase 1 (decoder only, lr 1e-3, batch 32, its noise), on English text",
     "training-speed": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",
     "training-speed-bf16": "xsid-zero-shot (batch 32) train.mixed_precision=bf16; pretrain-mlm-ja's text for MLM",
     "training-speed-cuda": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",

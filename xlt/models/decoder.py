@@ -29,6 +29,9 @@ class DecoderSettings:
     dropout: float = 0.1
     max_positions: int = 130  # language token + target tokens
     languages: list[str] = field(default_factory=lambda: ["en", "ja"])
+    # pre-LN layers + a final LayerNorm (Xiong et al. 2020: no long warm-up needed at large learning rates); False:
+    # post-LN, BERT's layout, which ``init_from_encoder`` needs
+    norm_first: bool = False
 
 
 class TiedDecoder(nn.Module):
@@ -43,8 +46,10 @@ class TiedDecoder(nn.Module):
         self.norm = nn.LayerNorm(hidden, eps=layer_norm_eps)
         self.dropout = nn.Dropout(settings.dropout)
         layer = nn.TransformerDecoderLayer(hidden, settings.heads, settings.ffn, settings.dropout, activation="gelu",
-                                           batch_first=True, layer_norm_eps=layer_norm_eps)
-        self.layers = nn.TransformerDecoder(layer, settings.layers)
+                                           batch_first=True, layer_norm_eps=layer_norm_eps,
+                                           norm_first=settings.norm_first)
+        final = nn.LayerNorm(hidden, eps=layer_norm_eps) if settings.norm_first else None
+        self.layers = nn.TransformerDecoder(layer, settings.layers, norm=final)
         self.bias = nn.Parameter(torch.zeros(vocab_size))
         nn.init.normal_(self.lang.weight, std=0.02)
         nn.init.normal_(self.positions.weight, std=0.02)
@@ -87,7 +92,8 @@ class TiedDecoder(nn.Module):
         from safetensors.torch import load_file
 
         meta = json.loads((folder / "decoder.json").read_text())
-        settings = DecoderSettings(**{k: meta[k] for k in DecoderSettings.__dataclass_fields__})
+        # a decoder.json written before a setting existed has that setting's default
+        settings = DecoderSettings(**{k: meta[k] for k in DecoderSettings.__dataclass_fields__ if k in meta})
         state = load_file(str(folder / "decoder.safetensors"))
         decoder = cls(hidden, state["bias"].numel(), settings, layer_norm_eps)
         decoder.load_state_dict(state)
@@ -139,6 +145,9 @@ def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
     if reason:
         raise ConfigError(f"decoder_init=encoder cannot run on {c.model_type}: {reason}")
     layers = family.layers(encoder)
+    if s.norm_first:
+        raise ConfigError("decoder_init=encoder copies post-LN (BERT-layout) layers: it needs decoder_norm_first "
+                          "false")
     if s.heads != c.num_attention_heads or s.ffn != c.intermediate_size or s.layers > len(layers):
         raise ConfigError(f"decoder_init=encoder: the decoder must have the encoder's heads ({c.num_attention_heads})"
                           f" and feed-forward size ({c.intermediate_size}) and at most its {len(layers)} layers; "

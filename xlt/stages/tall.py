@@ -43,6 +43,7 @@ class TallOptions:
     # "random": all new; "encoder": self-attention and feed-forward layers from the encoder's first layers (XLM's
     # recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
     decoder_init: str = "random"
+    decoder_norm_first: bool = False  # pre-LN decoder layers (see DecoderSettings.norm_first)
     decoder_dropout: float = ranged(0.1, 0, below=1)
     max_decode_length: int = positive(64)  # generated tokens at most (back-translation and evaluation)
     word_dropout: float = ranged(0.1, 0, below=1)  # DAE noise (Lample et al. 2018b: 0.1, shuffle window 3)
@@ -101,7 +102,8 @@ class Tall(Stage):
         o, c = self.options, encoder.config
         settings = DecoderSettings(o.decoder_layers, o.decoder_heads, o.decoder_ffn, o.decoder_dropout,
                                    # as many positions as the encoder: fine-tuning reads whole utterances
-                                   max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages))
+                                   max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages),
+                                   o.decoder_norm_first)
         decoder = TiedDecoder(c.hidden_size, self.vocab, settings, layer_norm_eps(c))
         if o.decoder_init == "encoder":
             init_from_encoder(decoder, encoder)
