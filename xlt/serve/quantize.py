@@ -56,7 +56,10 @@ def quantize_per_token(src: Path, dst: Path) -> int:
         weight = numpy_helper.to_array(w).astype(np.float32)  # (K, N)
         k, n = weight.shape
         w_scale = np.maximum(np.abs(weight).max(axis=0), 1e-8) / 127  # (N,)
-        q_w = np.clip(np.round(weight / w_scale), -127, 127).astype(np.int8)
+        # stored as uint8 with the zero point 128 (the same integers shifted): u8 x u8 is exact on every x86 CPU,
+        # where u8 x s8 saturates int16 pair sums on AVX2 without VNNI (up to 2 x 255 x 127; onnxruntime's
+        # "saturation" note) and moved a logit by 0.33 on such a CPU
+        q_w = (np.clip(np.round(weight / w_scale), -127, 127) + 128).astype(np.uint8)
         new_inits += [numpy_helper.from_array(q_w, f"{p}/w_int8"),
                       numpy_helper.from_array(w_scale.astype(np.float32), f"{p}/w_scale"),
                       numpy_helper.from_array(np.array([n], dtype=np.int64), f"{p}/n")]
@@ -71,8 +74,8 @@ def quantize_per_token(src: Path, dst: Path) -> int:
                 helper.make_node("ReduceMax", [f"{q}/abs"], [f"{q}/absmax"], axes=[1], keepdims=0),  # (M,)
                 helper.make_node("Max", [f"{q}/absmax", "xlt_q/eps"], [f"{q}/absmax_safe"]),
                 helper.make_node("Div", [f"{q}/absmax_safe", "xlt_q/127"], [f"{q}/x_scale"]),  # (M,)
-                # uint8 with the zero point 128 (the fast u8 x s8 kernels): round(X / s_x) + 128, the same
-                # integers shifted; QuantizeLinear per axis 0 = one scale per row
+                # uint8 with the zero point 128: round(X / s_x) + 128, the same integers shifted;
+                # QuantizeLinear per axis 0 = one scale per row
                 helper.make_node("Shape", [f"{q}/x_scale"], [f"{q}/m"]),
                 helper.make_node("Expand", ["xlt_q/zp128", f"{q}/m"], [f"{q}/x_zero"]),
                 helper.make_node("QuantizeLinear", [f"{q}/rows", f"{q}/x_scale", f"{q}/x_zero"], [f"{q}/x_uint8"],
@@ -82,7 +85,8 @@ def quantize_per_token(src: Path, dst: Path) -> int:
             ]
         q = quantized[x]
         new_nodes += [
-            helper.make_node("MatMulInteger", [f"{q}/x_uint8", f"{p}/w_int8", "xlt_q/zp128"], [f"{p}/acc"]),  # int32
+            helper.make_node("MatMulInteger", [f"{q}/x_uint8", f"{p}/w_int8", "xlt_q/zp128", "xlt_q/zp128"],
+                             [f"{p}/acc"]),  # int32, exact
             helper.make_node("DequantizeLinear", [f"{p}/acc", f"{q}/x_scale"], [f"{p}/y_rows_x"], axis=0),
             helper.make_node("Mul", [f"{p}/y_rows_x", f"{p}/w_scale"], [f"{p}/y_rows"]),
             helper.make_node("Concat", [f"{q}/lead", f"{p}/n"], [f"{p}/y_shape"], axis=0),
