@@ -16,6 +16,7 @@ Here every ``MatMul`` with a constant weight ``W`` (K, N) becomes, for its input
 
 i.e. symmetric per-token activations (as ZeroQuant / LLM.int8 use) with symmetric per-channel weights.  Integer
 products are exact and every scale belongs to one token, so a token's output is the same in any batch.
+Both integer operands are stored as uint8 with the zero point 128 (the weight comment below says why).
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def quantize_per_token(src: Path, dst: Path) -> int:
         # where u8 x s8 saturates int16 pair sums on AVX2 without VNNI (up to 2 x 255 x 127; onnxruntime's
         # "saturation" note) and moved a logit by 0.33 on such a CPU
         q_w = (np.clip(np.round(weight / w_scale), -127, 127) + 128).astype(np.uint8)
-        new_inits += [numpy_helper.from_array(q_w, f"{p}/w_int8"),
+        new_inits += [numpy_helper.from_array(q_w, f"{p}/w_uint8"),
                       numpy_helper.from_array(w_scale.astype(np.float32), f"{p}/w_scale"),
                       numpy_helper.from_array(np.array([n], dtype=np.int64), f"{p}/n")]
         x, y = node.input[0], node.output[0]
@@ -85,7 +86,7 @@ def quantize_per_token(src: Path, dst: Path) -> int:
             ]
         q = quantized[x]
         new_nodes += [
-            helper.make_node("MatMulInteger", [f"{q}/x_uint8", f"{p}/w_int8", "xlt_q/zp128", "xlt_q/zp128"],
+            helper.make_node("MatMulInteger", [f"{q}/x_uint8", f"{p}/w_uint8", "xlt_q/zp128", "xlt_q/zp128"],
                              [f"{p}/acc"]),  # int32, exact
             helper.make_node("DequantizeLinear", [f"{p}/acc", f"{q}/x_scale"], [f"{p}/y_rows_x"], axis=0),
             helper.make_node("Mul", [f"{p}/y_rows_x", f"{p}/w_scale"], [f"{p}/y_rows"]),
