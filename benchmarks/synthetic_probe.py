@@ -4,10 +4,11 @@ synthetic image of English needs the encoder to treat a synthetic sentence like 
 Two measures, on a model grown with ``syn-en`` (the base grown model, or one pre-trained on it):
 - ``embedding_p1``: for each English sub-token the pre-training corpus uses and its true synthetic image, is the
   image's input embedding nearer (cosine) to its own English row than to every other such English row?
-- ``sentence_p1``: mean-pooled last-layer states of xSID English test utterances and of their images: is each
-  image's nearest English utterance its original (both directions averaged)?  And the mean cosine of true pairs.
+- ``sentence_p1``: mean-pooled last-layer states of xSID English test utterances and of their images in ``--lang``
+  (``syn-en``, or ``syn-en-perm``: words reversed): is each image's nearest English utterance its original (both
+  directions averaged)?  And the mean cosine of true pairs.
 
-    python benchmarks/synthetic_probe.py --data-dir ../shared/data MODEL_FOLDER ...
+    python benchmarks/synthetic_probe.py --data-dir ../shared/data [--lang syn-en-perm] MODEL_FOLDER ...
 """
 from __future__ import annotations
 
@@ -21,11 +22,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def probe(folder: Path, data_dir: Path, corpus_ids: set[int] | None, n: int = 500) -> dict:
+def probe(folder: Path, data_dir: Path, corpus_ids: set[int] | None, n: int = 500, lang: str = "syn-en") -> dict:
     from tall_probe import pooled_states, similarity  # the TALL probe's pooling and retrieval
 
     from xlt import zoo
-    from xlt.synthetic import cipher
+    from xlt.synthetic import parse, to_synthetic
     from xlt.synthetic.vocab import id_pairs
 
     encoder, tokenizer, _ = zoo.load_encoder(str(folder))
@@ -36,8 +37,8 @@ def probe(folder: Path, data_dir: Path, corpus_ids: set[int] | None, n: int = 50
     texts = [line[len("# text = "):] for line in (data_dir / "xsid" / "en.test.conll").read_text().splitlines()
              if line.startswith("# text = ")][:n]
     en = pooled_states(encoder, None, tokenizer, texts, 0)[0]
-    sentences = similarity(en, pooled_states(encoder, None, tokenizer, [cipher(t) for t in texts], 0)[0])
-    return {"model": str(folder), "embedding_pairs": len(pairs), "embedding_p1": rows["retrieval_top1"],
+    sentences = similarity(en, pooled_states(encoder, None, tokenizer, [to_synthetic(t, parse(lang)) for t in texts], 0)[0])
+    return {"model": str(folder), "lang": lang, "embedding_pairs": len(pairs), "embedding_p1": rows["retrieval_top1"],
             "sentences": len(texts), "sentence_p1": sentences["retrieval_top1"],
             "pair_cosine": sentences["pair_cosine"], "other_cosine": sentences["random_cosine"]}
 
@@ -48,6 +49,8 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     ap.add_argument("--corpus-of", type=Path, help="a pre-training run folder: keep the English sub-tokens its "
                     "corpus files use (default: every pair)")
+    ap.add_argument("--lang", default="syn-en", choices=["syn-en", "syn-en-perm"],
+                    help="the synthetic images the sentence measure reads (default: same order)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     corpus_ids = None
@@ -58,13 +61,15 @@ def main() -> None:
         cfg = yaml.safe_load((args.corpus_of / "config.yaml").read_text())
         tok = Tokenizer.from_file(str(args.models[0] / "tokenizer.json"))
         corpus_ids = set()
-        for files in cfg["corpus"]["langs"].values():
+        corpus = cfg["corpus"]  # monolingual files per language, plain files, and the parallel files' English sides
+        groups = [*corpus.get("langs", {}).values(), corpus.get("files", []), *corpus.get("parallel", {}).values()]
+        for files in groups:
             for pattern in files:
                 for f in Path(cfg["corpus"]["data_dir"]).glob(pattern):
                     for e in tok.encode_batch(f.read_text(encoding="utf-8").splitlines()[:20000]):
                         corpus_ids.update(e.ids)
     for m in args.models:
-        print(json.dumps(probe(m, args.data_dir, corpus_ids)), flush=True)
+        print(json.dumps(probe(m, args.data_dir, corpus_ids, lang=args.lang)), flush=True)
 
 
 if __name__ == "__main__":
