@@ -37,7 +37,9 @@ def probe(folder: Path, data_dir: Path, corpus_ids: set[int] | None, n: int = 50
     texts = [line[len("# text = "):] for line in (data_dir / "xsid" / "en.test.conll").read_text().splitlines()
              if line.startswith("# text = ")][:n]
     en = pooled_states(encoder, None, tokenizer, texts, 0)[0]
-    sentences = similarity(en, pooled_states(encoder, None, tokenizer, [to_synthetic(t, parse(lang)) for t in texts], 0)[0])
+    synthetic = parse(lang)
+    images = pooled_states(encoder, None, tokenizer, [to_synthetic(t, synthetic) for t in texts], 0)[0]
+    sentences = similarity(en, images)
     return {"model": str(folder), "lang": lang, "embedding_pairs": len(pairs), "embedding_p1": rows["retrieval_top1"],
             "sentences": len(texts), "sentence_p1": sentences["retrieval_top1"],
             "pair_cosine": sentences["pair_cosine"], "other_cosine": sentences["random_cosine"]}
@@ -58,16 +60,21 @@ def main() -> None:
         from tokenizers import Tokenizer
 
         import yaml
-        cfg = yaml.safe_load((args.corpus_of / "config.yaml").read_text())
+
+        from xlt.config import CorpusConfig, from_dict
+        from xlt.data.corpora import corpus_files
+        from xlt.data.parallel import parallel_files
+
+        corpus = from_dict(CorpusConfig, yaml.safe_load((args.corpus_of / "config.yaml").read_text())["corpus"])
+        # the stage's own file lists: plain / per-language files (a synthetic language's are its English originals)
+        # and the English side of every parallel entry
+        files = [f for f, _ in corpus_files(corpus)] if corpus.files or corpus.langs else []
+        files += [english for _, _, english in parallel_files(corpus)]
         tok = Tokenizer.from_file(str(args.models[0] / "tokenizer.json"))
         corpus_ids = set()
-        corpus = cfg["corpus"]  # monolingual files per language, plain files, and the parallel files' English sides
-        groups = [*corpus.get("langs", {}).values(), corpus.get("files", []), *corpus.get("parallel", {}).values()]
-        for files in groups:
-            for pattern in files:
-                for f in Path(cfg["corpus"]["data_dir"]).glob(pattern):
-                    for e in tok.encode_batch(f.read_text(encoding="utf-8").splitlines()[:20000]):
-                        corpus_ids.update(e.ids)
+        for f in dict.fromkeys(files):
+            for e in tok.encode_batch(f.read_text(encoding="utf-8").splitlines()[:20000]):
+                corpus_ids.update(e.ids)
     for m in args.models:
         print(json.dumps(probe(m, args.data_dir, corpus_ids, lang=args.lang)), flush=True)
 
