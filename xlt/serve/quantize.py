@@ -27,8 +27,9 @@ import numpy as np
 
 INT8_SCHEME = ("int8 MatMuls: weights symmetric per output channel (fixed at export), activations symmetric per "
                "token (computed at run time from that token alone: batch-invariant). Trade-off, measured by "
-               "benchmarks/serving.py (docs/benchmarks/serving.md): about twice the fp32 graph's speed at batch 32 on 2 CPU "
-               "threads, accuracy within half a point of fp32; onnxruntime's dynamic int8 is slightly faster but "
+               "benchmarks/serving.py (docs/benchmarks/serving.md): at batch 32 on 2 CPU threads about twice the fp32 "
+               "graph's speed on an AVX-512 CPU, no faster than fp32 on AVX2 without VNNI (uint8 x uint8 products, "
+               "exact there); accuracy within half a point of fp32; onnxruntime's dynamic int8 is faster but "
                "its answers change with what a text is batched with")
 
 
