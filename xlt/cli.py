@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from xlt.errors import XltError
+from xlt.serve.quantize import INT8_SCHEME
 
 
 def _catalog() -> str:
@@ -247,12 +248,9 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
                        "parity report against PyTorch on the run's dev set")
     p.add_argument("run_dir")
     p.add_argument("--out", required=True, help="the export folder")
-    p.add_argument("--int8", action="store_true", help="also write model.int8.onnx, then served by default: "
-                   "int8 weights per output channel, activations quantized per token at run time, so a text's answer "
-                   "does not depend on what it is batched with. Trade-off (benchmarks/serving.py, 2 CPU threads): "
-                   "about 2x the fp32 graph's speed at batch 32 on an AVX-512 CPU, no faster than fp32 on AVX2 "
-                   "without VNNI; accuracy within half a point of fp32 (parity.json "
-                   "shows it for your run); without --int8 the export is fp32 only")
+    p.add_argument("--int8", action="store_true", help=f"also write model.int8.onnx, then served by default. "
+                   f"{INT8_SCHEME} (parity.json shows the accuracy for your run); without --int8 the export is fp32 "
+                   "only")
     p.add_argument("--parity-examples", type=_positive(int), default=2000, help="dev examples compared (default 2000)")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("serve", help="HTTP server: POST /predict, GET /health, GET /info, docs at /docs")

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 
 INT8_SCHEME = ("int8 MatMuls: weights symmetric per output channel (fixed at export), activations symmetric per "
                "token (computed at run time from that token alone: batch-invariant). Trade-off, measured by "
@@ -36,6 +34,7 @@ INT8_SCHEME = ("int8 MatMuls: weights symmetric per output channel (fixed at exp
 def quantize_per_token(src: Path, dst: Path) -> int:
     """Write ``dst``: ``src`` with every constant-weight MatMul int8 (per-token activations, per-channel weights).
     Returns how many MatMuls were quantized."""
+    import numpy as np  # here, not at module level: the CLI reads INT8_SCHEME for its help without numpy
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
