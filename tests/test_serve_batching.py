@@ -53,3 +53,19 @@ def test_per_token_int8_is_close_to_fp32(served):
     """The export's parity report (dev set): int8 logits within a small margin of PyTorch's (the tiny random model's
     logits are nearly flat, so its predictions are no measure; benchmarks/serving.py measures the real model)."""
     assert served["report"]["model.int8.onnx"]["max_abs_logit_diff"] < 0.05
+
+
+def test_int8_weights_have_seven_bits(served):
+    """Every MatMulInteger multiplies uint8 activations by int8 weights within -63..63: the pair sums of onnxruntime's
+    u8 x s8 kernel on AVX2 without VNNI (int16) cannot saturate (2 x 255 x 63 < 2^15), on any CPU."""
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(served["export"] / "model.int8.onnx")).graph
+    weights = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    matmuls = [n for n in graph.node if n.op_type == "MatMulInteger"]
+    assert matmuls
+    for node in matmuls:
+        w = weights[node.input[1]]
+        assert w.dtype.name == "int8" and int(abs(w.astype(int)).max()) <= 63, node.input[1]
+        assert len(node.input) == 3 or not node.input[3], "weights are symmetric: no weight zero point"

@@ -11,12 +11,13 @@ Here every ``MatMul`` with a constant weight ``W`` (K, N) becomes, for its input
 
     s_x = max|X[m, :]| / 127   (M, 1)   -- per token, so no other token (neighbour or padding) enters it
     q_x = round(X / s_x)                int8
-    s_w = max|W[:, n]| / 127   (N,)     -- per output channel, fixed at export
+    s_w = max|W[:, n]| / 63    (N,)     -- per output channel, fixed at export; 7-bit: q_w in -63..63
     y   = (q_x @ q_w) * s_x * s_w       MatMulInteger (int32, exact) -> float
 
 i.e. symmetric per-token activations (as ZeroQuant / LLM.int8 use) with symmetric per-channel weights.  Integer
 products are exact and every scale belongs to one token, so a token's output is the same in any batch.
-Both integer operands are stored as uint8 with the zero point 128 (the weight comment below says why).
+Activations are stored as uint8 with the zero point 128 (QuantizeLinear's unsigned form), weights as int8 with 7 bits
+(the weight comment below says why).
 """
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ from pathlib import Path
 INT8_SCHEME = ("int8 MatMuls: weights symmetric per output channel (fixed at export), activations symmetric per "
                "token (computed at run time from that token alone: batch-invariant). Trade-off, measured by "
                "benchmarks/serving.py (docs/benchmarks/serving.md): at batch 32 on 2 CPU threads about twice the fp32 "
-               "graph's speed on an AVX-512 CPU, no faster than fp32 on AVX2 without VNNI (uint8 x uint8 products, "
-               "exact there); accuracy within half a point of fp32; onnxruntime's dynamic int8 is faster but "
-               "its answers change with what a text is batched with")
+               "graph's speed on an AVX-512 CPU, 1.1-1.2x fp32 on AVX2 without VNNI (7-bit weights, so uint8 x int8 "
+               "products are exact there too); accuracy within half a point of fp32; onnxruntime's dynamic int8 is "
+               "faster but its answers change with what a text is batched with")
 
 
 def quantize_per_token(src: Path, dst: Path) -> int:
@@ -56,12 +57,14 @@ def quantize_per_token(src: Path, dst: Path) -> int:
         p = f"xlt_q/{count}"
         weight = numpy_helper.to_array(w).astype(np.float32)  # (K, N)
         k, n = weight.shape
-        w_scale = np.maximum(np.abs(weight).max(axis=0), 1e-8) / 127  # (N,)
-        # stored as uint8 with the zero point 128 (the same integers shifted): u8 x u8 is exact on every x86 CPU,
-        # where u8 x s8 saturates int16 pair sums on AVX2 without VNNI (up to 2 x 255 x 127; onnxruntime's
-        # "saturation" note) and moved a logit by 0.33 on such a CPU
-        q_w = (np.clip(np.round(weight / w_scale), -127, 127) + 128).astype(np.uint8)
-        new_inits += [numpy_helper.from_array(q_w, f"{p}/w_uint8"),
+        # 7 bits (-63..63, as onnxruntime's reduce_range): on AVX2 without VNNI the u8 x s8 kernel sums pairs of
+        # products in int16, which saturates with 8-bit weights (up to 2 x 255 x 127 > 2^15; onnxruntime's
+        # "saturation" note; it moved a logit by 0.33 on such a CPU) and cannot with 7 (2 x 255 x 63 < 2^15).
+        # u8 x s8 is the fast kernel everywhere (VNNI's vpdpbusd); storing weights as uint8 (u8 x u8, exact with 8
+        # bits) was 17 % slower at batch 32 on AVX2 (121.2 against 145.8 utt/s, docs/benchmarks/serving.md)
+        w_scale = np.maximum(np.abs(weight).max(axis=0), 1e-8) / 63  # (N,)
+        q_w = np.clip(np.round(weight / w_scale), -63, 63).astype(np.int8)
+        new_inits += [numpy_helper.from_array(q_w, f"{p}/w_int8"),
                       numpy_helper.from_array(w_scale.astype(np.float32), f"{p}/w_scale"),
                       numpy_helper.from_array(np.array([n], dtype=np.int64), f"{p}/n")]
         x, y = node.input[0], node.output[0]
@@ -86,7 +89,7 @@ def quantize_per_token(src: Path, dst: Path) -> int:
             ]
         q = quantized[x]
         new_nodes += [
-            helper.make_node("MatMulInteger", [f"{q}/x_uint8", f"{p}/w_uint8", "xlt_q/zp128", "xlt_q/zp128"],
+            helper.make_node("MatMulInteger", [f"{q}/x_uint8", f"{p}/w_int8", "xlt_q/zp128"],
                              [f"{p}/acc"]),  # int32, exact
             helper.make_node("DequantizeLinear", [f"{p}/acc", f"{q}/x_scale"], [f"{p}/y_rows_x"], axis=0),
             helper.make_node("Mul", [f"{p}/y_rows_x", f"{p}/w_scale"], [f"{p}/y_rows"]),
