@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+WEIGHT_MAX = 63  # 7-bit weights: the largest |q_w| (the comment in quantize_per_token says why)
 
 INT8_SCHEME = ("int8 MatMuls: weights symmetric per output channel (fixed at export), activations symmetric per "
                "token (computed at run time from that token alone: batch-invariant). Trade-off, measured by "
@@ -37,7 +38,7 @@ def quantize_per_token(src: Path, dst: Path) -> int:
     Returns how many MatMuls were quantized."""
     import numpy as np  # here, not at module level: the CLI reads INT8_SCHEME for its help without numpy
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     model = onnx.load(str(src))
     graph = model.graph
@@ -62,8 +63,8 @@ def quantize_per_token(src: Path, dst: Path) -> int:
         # "saturation" note; it moved a logit by 0.33 on such a CPU) and cannot with 7 (2 x 255 x 63 < 2^15).
         # u8 x s8 is the fast kernel everywhere (VNNI's vpdpbusd); storing weights as uint8 (u8 x u8, exact with 8
         # bits) was 17 % slower at batch 32 on AVX2 (121.2 against 145.8 utt/s, docs/benchmarks/serving.md)
-        w_scale = np.maximum(np.abs(weight).max(axis=0), 1e-8) / 63  # (N,)
-        q_w = np.clip(np.round(weight / w_scale), -63, 63).astype(np.int8)
+        w_scale = np.maximum(np.abs(weight).max(axis=0), 1e-8) / WEIGHT_MAX  # (N,)
+        q_w = np.clip(np.round(weight / w_scale), -WEIGHT_MAX, WEIGHT_MAX).astype(np.int8)
         new_inits += [numpy_helper.from_array(q_w, f"{p}/w_int8"),
                       numpy_helper.from_array(w_scale.astype(np.float32), f"{p}/w_scale"),
                       numpy_helper.from_array(np.array([n], dtype=np.int64), f"{p}/n")]
