@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -32,7 +33,7 @@ from xlt.core.loop import configure_threads  # noqa: E402
 
 
 def step_products(layers: int, hidden: int, intermediate: int, heads: int, batch: int, length: int,
-                  device: str) -> tuple[callable, float]:
+                  device: str) -> tuple[Callable[[], None], float]:
     """A function that runs one training step's matrix products of the encoder's layers, and their FLOPs."""
     M, d = batch * length, hidden // heads
     linears = [(hidden, hidden)] * 4 + [(hidden, intermediate), (intermediate, hidden)]  # (in, out)
@@ -63,7 +64,7 @@ def step_products(layers: int, hidden: int, intermediate: int, heads: int, batch
     return run, float(flops)
 
 
-def timed(run, repeats: int) -> float:
+def timed(run: Callable[[], None], repeats: int) -> float:
     """Median seconds of ``run`` over ``repeats`` calls after one warm-up call."""
     cuda = torch.cuda.is_available()
     sync = torch.cuda.synchronize if cuda else (lambda: None)
