@@ -423,7 +423,7 @@ def collect(runs: Path, results: Path) -> None:
 
 
 def machine(rows: list[dict]) -> str:
-    devices = sorted({str(r.get("device")) for r in rows})
+    devices = sorted({str(r["device"]) for r in rows if r.get("device")})  # pre-training rows name no device
     if all(d.startswith("cpu") for d in devices):
         return "2 CPU cores, no GPU"
     import torch
