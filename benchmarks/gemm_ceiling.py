@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jobqueue import RESULTS, git_commit  # noqa: E402
-from training_speed import gemm_peak  # noqa: E402
+from training_speed import call_times, gemm_peak  # noqa: E402
 
 from xlt.core.loop import configure_threads  # noqa: E402
 
@@ -64,21 +64,6 @@ def step_products(layers: int, hidden: int, intermediate: int, heads: int, batch
     return run, float(flops)
 
 
-def timed(run: Callable[[], None], repeats: int) -> float:
-    """Median seconds of ``run`` over ``repeats`` calls after one warm-up call."""
-    cuda = torch.cuda.is_available()
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-    run()
-    sync()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        run()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def main(argv: list[str] | None = None, results: Path = RESULTS) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="multilingual-e5-small", help="zoo name or HF folder: its config's shape")
@@ -99,7 +84,7 @@ def main(argv: list[str] | None = None, results: Path = RESULTS) -> dict:
     for length in args.lengths:
         run, flops = step_products(c.num_hidden_layers, c.hidden_size, c.intermediate_size,
                                    c.num_attention_heads, args.batch_size, length, device)
-        seconds = timed(run, args.repeats)
+        seconds = statistics.median(call_times(run, args.repeats))
         rows.append({"variant": "gemm_only", "task": "intent_slot", "precision": "fp32", "device": device,
                      "threads": threads, "batch_size": args.batch_size, "seq_len": length,
                      "tokens": args.batch_size * length, "flops": flops, "seconds_per_step": round(seconds, 5),

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 from torch import nn
@@ -44,22 +45,27 @@ from jobqueue import RESULTS, git_commit  # noqa: E402
 from xlt.core.loop import configure_threads, peak_rss_mb  # noqa: E402
 
 
+def call_times(run: Callable[[], None], repeats: int) -> list[float]:
+    """Seconds of each of ``repeats`` calls of ``run``, after one warm-up call (a GPU synchronised after each)."""
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    run()
+    sync()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def gemm_peak(n: int = 2048, repeats: int = 10, dtype: torch.dtype = torch.float32) -> float:
     """The best matmul rate of this machine's training device, FLOP/s (n x n by n x n; on a GPU n = 8192, timed
     with synchronisation, at the default fp32 matmul precision, i.e. without TF32 unless the user enabled it)."""
     cuda = torch.cuda.is_available()
     n = 8192 if cuda else n
     a, b = (torch.randn(n, n, device="cuda" if cuda else "cpu", dtype=dtype) for _ in range(2))
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-    a @ b
-    sync()
-    best = 0.0
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        a @ b
-        sync()
-        best = max(best, 2 * n ** 3 / (time.perf_counter() - t0))
-    return best
+    return 2 * n ** 3 / min(call_times(lambda: a @ b, repeats))
 
 
 def flops_per_token(encoder, mean_length: float) -> float:
