@@ -158,3 +158,20 @@ def test_frozen_fine_tuning_after_an_embedding_phase_freezes_the_rows_pre_traini
     # COMMON unfreezes them for every row; the later override wins
     assert frozen.index("model.freeze_embeddings=true") > frozen.index("model.freeze_embeddings=false")
     assert "model.freeze_embeddings=true" not in plain
+
+
+def test_the_k1_filter_ablation_fuses_one_layer_and_teaches_from_the_k1_run(monkeypatch, tmp_path):
+    monkeypatch.setattr(synthetic, "RUNS", tmp_path)
+    from xlt.config import find_config, load_config
+
+    assert {"pawsx-filter_k1-same_order", "pawsx-filter_self_teaching_k1-permuted"} <= set(synthetic.jobs())
+    _, plain = synthetic.spec("pawsx-filter-same_order", 2)
+    assert not any(o.startswith("options.fusion_layers") for o in plain)  # the shipped k = 5
+    for job, method in (("pawsx-filter_k1-same_order", "filter"),
+                        ("pawsx-filter_self_teaching_k1-permuted", "filter_self_teaching")):
+        config, extra = synthetic.spec(job, 2)
+        cfg = load_config(find_config(config), [f"output_dir={tmp_path}", *extra])
+        assert cfg.train.method == method and cfg.train.max_steps == 500
+        assert (cfg.options.local_layers, cfg.options.fusion_layers) == (1, 1)
+    teacher = tmp_path / "synthetic-pawsx-filter_k1-permuted-seed2"
+    assert cfg.options.teacher == str(teacher)
