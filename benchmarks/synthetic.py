@@ -18,13 +18,13 @@ target, zero-shot and English from the zero-shot run of the same seed.
 
 Jobs: ``{xsid,pawsx}-zero_shot`` (evaluates both variants), ``{xsid,pawsx}-{method}-{same_order,permuted}`` for
 translate_train, multi_language, xeroalign, filter, filter_self_teaching (PAWS-X also ``filter_k1`` and
-``filter_self_teaching_k1``: k = 1 fused layer, as the FILTER authors' PAWS-X script); pre-training (seed 1, <= 20 CPU-minutes
-each, budgets in ``STAGES``) ``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and zero-shot xSID
-fine-tuning on each (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method); ``mlm_xsid`` and
-``unicoder_mlm+tlm_xsid`` are in-domain controls on xSID's English training text.  TreLM rows (alignment
-P@1 on the true bijection; migrated vs un-migrated vs from scratch: ``trelm``, ``unmigrated`` and ``trelm_scratch``;
-random rows on MiniLM's layers: ``trelm_random_comparable``) are fine-tuned, selected and tested in the synthetic
-language, as in the TreLM paper (not zero-shot).
+``filter_self_teaching_k1``: k = 1 fused layer, as the FILTER authors' PAWS-X script); pre-training (seed 1, <= 20
+CPU-minutes each, budgets in ``STAGES``) ``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and
+zero-shot xSID fine-tuning on each (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method);
+``mlm_xsid`` and ``unicoder_mlm+tlm_xsid`` are in-domain controls on xSID's English training text. TreLM rows
+(alignment P@1 on the true bijection; migrated vs un-migrated vs from scratch: ``trelm``, ``unmigrated`` and
+``trelm_scratch``; random rows on MiniLM's layers: ``trelm_random_comparable``) are fine-tuned, selected and tested
+in the synthetic language, as in the TreLM paper (not zero-shot).
 Writes benchmarks/results/synthetic.{json,md} (``XLT_SYNTHETIC_NAME`` names another file, e.g. a GPU run's).
 """
 from __future__ import annotations
@@ -339,17 +339,17 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
         return f"{dataset}-zero-shot", COMMON + [f"data.eval_langs=[en,{','.join(VARIANTS.values())}]"]
     method, variant = rest.rsplit("-", 1)
     lang = VARIANTS[variant]
-    steps, layers = [], ""
+    settings, k1 = [], ""  # k1: the suffix of the ablation's jobs, its FILTER+ST teacher's too
     if method.endswith("_k1"):
-        method, layers = method.removesuffix("_k1"), "_k1"
-        steps = ["options.local_layers=1", "options.fusion_layers=1"]
+        method, k1 = method.removesuffix("_k1"), "_k1"
+        settings = ["options.local_layers=1", "options.fusion_layers=1"]
     if method.endswith("_2000"):
-        method, steps = method.removesuffix("_2000"), ["train.max_steps=2000", "train.eval_every=500"]
-    extra = steps + [f"train.method={method}", f"data.eval_langs=[en,{lang}]", f"translation.languages=[{lang}]"]
+        method, settings = method.removesuffix("_2000"), ["train.max_steps=2000", "train.eval_every=500"]
+    extra = settings + [f"train.method={method}", f"data.eval_langs=[en,{lang}]", f"translation.languages=[{lang}]"]
     if method in PAIRED:
         extra += ["train.max_steps=500", "train.eval_every=125"]
     if method == "filter_self_teaching":
-        extra.append(f"options.teacher={RUNS}/synthetic-{dataset}-filter{layers}-{variant}-seed{seed}")
+        extra.append(f"options.teacher={RUNS}/synthetic-{dataset}-filter{k1}-{variant}-seed{seed}")
     return f"{dataset}-zero-shot", COMMON + extra
 
 
