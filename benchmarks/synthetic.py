@@ -48,6 +48,9 @@ PAIRED = ("xeroalign", "filter", "filter_self_teaching")
 # FILTER with k = 1 fused layer (m = 1), as the FILTER authors' own train.sh runs PAWS-X and XNLI (xlt's default is
 # k = 5: the paper's k = 10 of 24 layers, scaled); a PAWS-X ablation, since 4 of 6 fused k = 5 runs sat at chance
 K1 = ("filter_k1", "filter_self_teaching_k1")
+# a method's suffix -> the settings it changes (the 2000-step translate-train; FILTER's k = 1 fused layer)
+VARIANT_SETTINGS = {"_k1": ["options.local_layers=1", "options.fusion_layers=1"],
+                    "_2000": ["train.max_steps=2000", "train.eval_every=500"]}
 MAIN = {"xsid": ("intent_acc", "slot_f1"), "pawsx": ("accuracy",)}
 GAP = {"intent_acc": "gap_closed_intent", "slot_f1": "gap_closed_slot", "accuracy": "gap_closed_accuracy"}
 # results/{NAME}.{json,md}: XLT_SYNTHETIC_NAME=synthetic-cuda keeps the rows of a GPU run apart from the CPU ones
@@ -339,17 +342,15 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
         return f"{dataset}-zero-shot", COMMON + [f"data.eval_langs=[en,{','.join(VARIANTS.values())}]"]
     method, variant = rest.rsplit("-", 1)
     lang = VARIANTS[variant]
-    settings, k1 = [], ""  # k1: the suffix of the ablation's jobs, its FILTER+ST teacher's too
-    if method.endswith("_k1"):
-        method, k1 = method.removesuffix("_k1"), "_k1"
-        settings = ["options.local_layers=1", "options.fusion_layers=1"]
-    if method.endswith("_2000"):
-        method, settings = method.removesuffix("_2000"), ["train.max_steps=2000", "train.eval_every=500"]
+    settings: list[str] = []
+    for suffix, overrides in VARIANT_SETTINGS.items():
+        if method.endswith(suffix):
+            method, settings = method.removesuffix(suffix), overrides
     extra = settings + [f"train.method={method}", f"data.eval_langs=[en,{lang}]", f"translation.languages=[{lang}]"]
     if method in PAIRED:
         extra += ["train.max_steps=500", "train.eval_every=125"]
-    if method == "filter_self_teaching":
-        extra.append(f"options.teacher={RUNS}/synthetic-{dataset}-filter{k1}-{variant}-seed{seed}")
+    if method == "filter_self_teaching":  # the teacher: the FILTER run of the same settings, order and seed
+        extra.append(f"options.teacher={RUNS}/synthetic-{job.replace('filter_self_teaching', 'filter', 1)}-seed{seed}")
     return f"{dataset}-zero-shot", COMMON + extra
 
 
