@@ -49,8 +49,8 @@ PAIRED = ("xeroalign", "filter", "filter_self_teaching")
 # k = 5: the paper's k = 10 of 24 layers, scaled); a PAWS-X ablation, since 4 of 6 fused k = 5 runs sat at chance
 K1 = ("filter_k1", "filter_self_teaching_k1")
 # a method's suffix -> the settings it changes (the 2000-step translate-train; FILTER's k = 1 fused layer)
-VARIANT_SETTINGS = {"_k1": ["options.local_layers=1", "options.fusion_layers=1"],
-                    "_2000": ["train.max_steps=2000", "train.eval_every=500"]}
+METHOD_SUFFIXES = {"_k1": ["options.local_layers=1", "options.fusion_layers=1"],
+                   "_2000": ["train.max_steps=2000", "train.eval_every=500"]}
 MAIN = {"xsid": ("intent_acc", "slot_f1"), "pawsx": ("accuracy",)}
 GAP = {"intent_acc": "gap_closed_intent", "slot_f1": "gap_closed_slot", "accuracy": "gap_closed_accuracy"}
 # results/{NAME}.{json,md}: XLT_SYNTHETIC_NAME=synthetic-cuda keeps the rows of a GPU run apart from the CPU ones
@@ -343,7 +343,7 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
     method, variant = rest.rsplit("-", 1)
     lang = VARIANTS[variant]
     settings: list[str] = []
-    for suffix, overrides in VARIANT_SETTINGS.items():
+    for suffix, overrides in METHOD_SUFFIXES.items():
         if method.endswith(suffix):
             method, settings = method.removesuffix(suffix), overrides
     extra = settings + [f"train.method={method}", f"data.eval_langs=[en,{lang}]", f"translation.languages=[{lang}]"]
