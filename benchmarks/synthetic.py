@@ -319,6 +319,11 @@ def run_pretrain(stage: str, variant: str, data_dir: str, base_only: bool = Fals
     return trelm_base(cfg) if base_only else pretrain(cfg)
 
 
+def run_name(job: str, seed: int) -> str:
+    """The folder under RUNS that a job's fine-tuning run of this seed writes (a self-teaching run's teacher is one)."""
+    return f"synthetic-{job}-seed{seed}"
+
+
 def spec(job: str, seed: int) -> tuple[str, list[str]]:
     """job -> (shipped config, overrides)."""
     dataset, rest = job.split("-", 1)
@@ -350,7 +355,7 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
     if method in PAIRED:
         extra += ["train.max_steps=500", "train.eval_every=125"]
     if method == "filter_self_teaching":  # the teacher: the FILTER run of the same settings, order and seed
-        extra.append(f"options.teacher={RUNS}/synthetic-{job.replace('filter_self_teaching', 'filter', 1)}-seed{seed}")
+        extra.append(f"options.teacher={RUNS / run_name(job.replace('filter_self_teaching', 'filter', 1), seed)}")
     return f"{dataset}-zero-shot", COMMON + extra
 
 
@@ -366,7 +371,7 @@ def run_job(job: str, seed: int, data_dir: str) -> Path:
         return run_pretrain(stage, variant, data_dir, base_only=True)
     config, extra = spec(job, seed)
     cfg = load_config(find_config(config), [f"data.data_dir={data_dir}", f"train.seed={seed}",
-                                             f"name=synthetic-{job}-seed{seed}", f"output_dir={RUNS}", *extra,
+                                             f"name={run_name(job, seed)}", f"output_dir={RUNS}", *extra,
                                              *TEST_OVERRIDES])
     train_evaluate(cfg)
     if job.endswith("zero_shot") and not (cfg.run_dir / "results-translate-test.json").exists():
