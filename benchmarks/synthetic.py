@@ -319,8 +319,9 @@ def run_pretrain(stage: str, variant: str, data_dir: str, base_only: bool = Fals
     return trelm_base(cfg) if base_only else pretrain(cfg)
 
 
-def run_name(job: str, seed: int) -> str:
-    """The folder under RUNS that a job's fine-tuning run of this seed writes (a self-teaching run's teacher is one)."""
+def run_name(job: str, seed: int | str) -> str:
+    """The folder under RUNS that a job's fine-tuning run of this seed writes (a self-teaching run's teacher is one);
+    seed ``"*"`` gives the glob pattern of all its seeds."""
     return f"synthetic-{job}-seed{seed}"
 
 
@@ -420,7 +421,7 @@ def collect(runs: Path, results: Path) -> None:
         if method.startswith("frozen_after_"):
             method = STAGE_METHOD[method.removeprefix("frozen_after_")] + FROZEN_SUFFIX
         method = STAGE_METHOD.get(method.removeprefix("after_"), method)
-        for path in sorted(runs.glob(f"synthetic-{job}-seed*/results.json")):
+        for path in sorted(runs.glob(f"{run_name(job, '*')}/results.json")):
             seed = int(path.parent.name.rsplit("seed", 1)[1])
             fresh += _rows_of(path, dataset, method, variant, seed)
             tt = path.parent / "results-translate-test.json"
