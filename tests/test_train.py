@@ -9,6 +9,7 @@ from safetensors.torch import load_file
 from tests.conftest import setup_run
 from xlt.cli import main as cli_main
 from xlt.core.batching import collate
+from xlt.core.loop import cpu_model
 from xlt.evaluation import evaluate_run
 from xlt.pipeline import build_model, load_trained, pad_id
 from xlt.finetune import train
@@ -106,6 +107,8 @@ def test_saved_run_round_trips_and_reports(tiny_cfg, capsys):
     for f in ("results.json", "results.md", "intent_acc.png", "slot_f1.png", "semantic_acc.png",
               "config.yaml", "data_report.json", "metrics.jsonl", "train_summary.json"):
         assert (run_dir / f).exists(), f
+    # the CPU kind is recorded: a seed's numbers are bit-identical on one kind of CPU, not across kinds
+    assert json.loads((run_dir / "train_summary.json").read_text())["cpu"] == cpu_model() != ""
     # the report's numbers are the ones predict() gives on the same data
     preds = run.predict(data.test_examples["de"])
     acc = sum(p.intent == u.intent for p, u in zip(preds, data.test_examples["de"])) / len(preds)

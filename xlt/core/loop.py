@@ -35,6 +35,23 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_model() -> str:
+    """The CPU kind, e.g. "Intel(R) Xeon(R) Processor, family 6 model 207, avx512f": float sums differ between CPU
+    kernels, so a seed reproduces a run's numbers bit for bit on the same kind of CPU, not across kinds."""
+    try:
+        first = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
+    except OSError:
+        first = ""
+    info = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
+    if "model name" not in info:
+        import platform
+
+        return platform.processor() or platform.machine()
+    isa = next((f for f in ("avx512f", "avx2") if f in info.get("flags", "").split()), "")
+    return ", ".join(x for x in (info["model name"], f"family {info.get('cpu family')} model {info.get('model')}",
+                                 isa) if x)
+
+
 def configure_threads(threads: int, processes: int = 1) -> int:
     """Use the cores this process may run on, shared among the processes of this machine (more threads than
     cores only adds contention: two 2-thread jobs on 2 cores ran 10x slower here)."""
@@ -209,7 +226,7 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
     summary.update(stopped_early=stopped_early, tokens_per_second=state["train_tokens"] /
                    max(state["train_seconds"], 1e-9), seconds_per_step=state["train_seconds"] /
                    max(state["step"], 1), peak_rss_mb=peak_rss_mb(), threads=torch.get_num_threads(),
-                   processes=world, device=str(accelerator.device),
+                   processes=world, device=str(accelerator.device), cpu=cpu_model(),
                    mixed_precision=XLT_PRECISION.get(accelerator.mixed_precision, accelerator.mixed_precision))
     return summary
 
