@@ -107,7 +107,7 @@ def test_saved_run_round_trips_and_reports(tiny_cfg, capsys):
     for f in ("results.json", "results.md", "intent_acc.png", "slot_f1.png", "semantic_acc.png",
               "config.yaml", "data_report.json", "metrics.jsonl", "train_summary.json"):
         assert (run_dir / f).exists(), f
-    # the CPU kind is recorded: a seed's numbers are bit-identical on one kind of CPU, not across kinds
+    # the CPU kind is recorded: one seed's numbers can differ in their last digits across kinds of CPU
     assert json.loads((run_dir / "train_summary.json").read_text())["cpu"] == cpu_model() != ""
     # the report's numbers are the ones predict() gives on the same data
     preds = run.predict(data.test_examples["de"])

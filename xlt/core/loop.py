@@ -36,8 +36,8 @@ def peak_rss_mb() -> float:
 
 
 def cpu_model() -> str:
-    """The CPU kind, e.g. "Intel(R) Xeon(R) Processor, family 6 model 207, avx512f": float sums differ between CPU
-    kernels, so a seed reproduces a run's numbers bit for bit on the same kind of CPU, not across kinds."""
+    """The CPU kind, e.g. "Intel(R) Xeon(R) Processor, family 6 model 207, avx512f", recorded with every run:
+    float sums differ between CPU kernels, so one seed's numbers can differ in their last digits across kinds."""
     try:
         first = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
     except OSError:
