@@ -89,7 +89,9 @@ def main() -> None:
 
 
 def machine(train_summary: dict) -> str:
-    where = f"{platform.processor() or platform.machine()}, {train_summary.get('threads')} CPU threads"
+    # the run's own record of its CPU (runs before it was recorded: this machine's kind)
+    cpu = train_summary.get("cpu") or platform.processor() or platform.machine()
+    where = f"{cpu}, {train_summary.get('threads')} CPU threads"
     device = str(train_summary.get("device"))
     if device.startswith("cuda"):
         import torch
