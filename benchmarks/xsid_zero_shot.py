@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import time
 from pathlib import Path
 
 from xlt.config import find_config, load_config, to_dict
+from xlt.core.loop import cpu_model
 from xlt.evaluation import evaluate_run
 from xlt.tasks.intent_slot import IntentSlot
 from xlt.finetune import clean_checkpoint, train
@@ -89,8 +89,8 @@ def main() -> None:
 
 
 def machine(train_summary: dict) -> str:
-    # the run's own record of its CPU (runs before it was recorded: this machine's kind)
-    cpu = train_summary.get("cpu") or platform.processor() or platform.machine()
+    # the run's own record of its CPU (runs from before it was recorded: this machine's kind)
+    cpu = train_summary.get("cpu") or cpu_model()
     where = f"{cpu}, {train_summary.get('threads')} CPU threads"
     device = str(train_summary.get("device"))
     if device.startswith("cuda"):
