@@ -78,11 +78,11 @@ def flops_per_token(encoder, mean_length: float) -> float:
 class JointModel(nn.Module):
     """The Hugging Face peer: encoder + intent head (mean pooling) + slot head (first sub-token of each word)."""
 
-    def __init__(self, folder: Path, n_intents: int, n_slots: int) -> None:
+    def __init__(self, folder: Path, n_intents: int, n_slots: int, attention_dropout: float | None = None) -> None:
         super().__init__()
-        from transformers import AutoModel
+        from xlt.models.families import load_pretrained
 
-        self.encoder = AutoModel.from_pretrained(str(folder), add_pooling_layer=False)
+        self.encoder = load_pretrained(folder, attention_dropout)  # AutoModel, no pooling layer
         self.encoder.get_input_embeddings().weight.requires_grad_(False)
         h = self.encoder.config.hidden_size
         self.intent, self.slots = nn.Linear(h, n_intents), nn.Linear(h, n_slots)
@@ -110,7 +110,8 @@ def hf_rows(items: list, labels: dict) -> list[dict]:
 
 
 def run_hf(folder: Path, rows: list[dict], n_intents: int, n_slots: int, pad: int, steps: int, batch_size: int,
-           lr: float, seed: int, precision: str = "fp32", compile: bool = False) -> dict:
+           lr: float, seed: int, precision: str = "fp32", compile: bool = False,
+           attention_dropout: float | None = None) -> dict:
     from transformers import Trainer, TrainingArguments
 
     seen = {"tokens": 0, "padded": 0}
@@ -129,7 +130,7 @@ def run_hf(folder: Path, rows: list[dict], n_intents: int, n_slots: int, pad: in
 
     torch.manual_seed(seed)
     torch.backends.cuda.enable_cudnn_sdp(True)  # PyTorch's default, which xlt turns off in this process
-    model = JointModel(folder, n_intents, n_slots)
+    model = JointModel(folder, n_intents, n_slots, attention_dropout)
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(output_dir=out, per_device_train_batch_size=batch_size, max_steps=steps,
                                  learning_rate=lr, warmup_steps=0.1, weight_decay=0.01,
@@ -251,6 +252,8 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     ap.add_argument("--compile", action="store_true", help="torch.compile in both (xlt: train.compile; HF: "
                     "torch_compile)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-attention-dropout-rows", action="store_true", help="skip the two fine-tuning rows without "
+                    "attention dropout (model.attention_dropout=0; the HF peer's config likewise)")
     args = ap.parse_args(argv)
     threads = configure_threads(0)
     common = [f"data.data_dir={args.data_dir}", f"model.name={model}", f"train.batch_size={args.batch_size}",
@@ -275,6 +278,15 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     per_token = {"intent_slot": flops_per_token(encoder, hf["mean_padded_length"])}
     measured.append(("hf_trainer", hf, peak_rss_mb()))
     measured.append(("xlt", run_xlt(config, common), peak_rss_mb()))
+    if not args.no_attention_dropout_rows:
+        # the same pair without attention-probability dropout: on a CPU, SDPA with dropout > 0 takes PyTorch's
+        # unfused math kernel, with 0 its fused flash kernel; the Trainer gets the same change, so the pair is fair
+        hf0 = run_hf(folder, rows, len(data.labels["intents"]), len(data.labels["slots"]), pad_id(ctx.tokenizer, None),
+                     args.steps, args.batch_size, cfg.train.lr, args.seed, args.precision, args.compile, 0.0)
+        hf0.pop("encoder")
+        measured.append(("hf_trainer_no_attention_dropout", hf0, peak_rss_mb()))
+        measured.append(("xlt_no_attention_dropout", run_xlt(config, [*common, "model.attention_dropout=0"]),
+                         peak_rss_mb()))
     if args.mlm_steps:
         mlm = [f"corpus.data_dir={args.data_dir}", f"model.name={model}", "phases.0.steps=1", "phases.0.eval_every=1",
                f"mixed_precision={args.precision}",
@@ -300,7 +312,9 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
                          "seconds_per_step": round(r["seconds"] / steps, 4),
                          "flops_per_token": per_token[task],
                          "fraction_of_peak": round(tps * per_token[task] / peak_autocast, 3),
-                         "peak_rss_mb": round(rss)})
+                         "peak_rss_mb": round(rss),
+                         **({"dev_en_intent_slot_mean": round(r["log"]["dev_en_intent_slot_mean"], 4)}
+                            if "dev_en_intent_slot_mean" in r.get("log", {}) else {})})
     tps = {r["variant"]: r["tokens_per_second"] for r in rows_out}
     speedup = tps["xlt"] / tps["hf_trainer"]
     mlm_speedup = tps["xlt_mlm"] / tps["hf_trainer_mlm"] if args.mlm_steps else None
@@ -310,11 +324,17 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
            "precision_gemm_peak_flops": peak_autocast,
            "xlt_speedup_over_hf_trainer": round(speedup, 2),
            "xlt_mlm_speedup_over_hf_trainer": mlm_speedup and round(mlm_speedup, 2),
+           **({"xlt_no_attention_dropout_speedup_over_hf_trainer": round(
+               tps["xlt_no_attention_dropout"] / tps["hf_trainer"], 2),
+               "xlt_no_attention_dropout_speedup_over_xlt": round(tps["xlt_no_attention_dropout"] / tps["xlt"], 2)}
+              if "xlt_no_attention_dropout" in tps else {}),
            "notes": "xSID en, intent + slot heads, embeddings frozen, same steps and batch size; tokens = non-pad "
                     "sub-tokens; FLOPs per token = 6 x layer parameters + attention (padded length of the HF "
                     "batches); peak = best 2048^3 (GPU: 8192^3) GEMM rate of the device in the run's precision "
                     "(fp32 without TF32, or bf16 / fp16 under autocast). peak_rss_mb is the process's peak so far (the "
-                    "HF Trainer ran first).", "rows": rows_out}
+                    "HF Trainer ran first). *_no_attention_dropout: attention-probability dropout 0 in both "
+                    "(model.attention_dropout=0), other dropout unchanged. dev_en_intent_slot_mean: xlt's English "
+                    "dev score after the steps.", "rows": rows_out}
     name = ("training-speed" + ("-cuda" if torch.cuda.is_available() else "")
             + ("" if args.batch_size == 32 else f"-b{args.batch_size}")
             + ("" if args.precision == "fp32" and not args.compile else

@@ -107,3 +107,21 @@ def test_tall_decoder_init_from_the_encoder_or_a_one_line_refusal(arch, xlt_home
     emb = encoder.embeddings
     assert torch.allclose(dec.positions.weight[:20], emb.position_embeddings.weight[2:22]
                           + emb.token_type_embeddings.weight[0])
+
+
+@pytest.mark.parametrize("arch", ["bert", *ARCHITECTURES])
+def test_attention_dropout_override_reaches_every_attention_and_nothing_else(arch, xlt_home):
+    """model.attention_dropout=0 zeroes each family's attention-probability dropout (its own config key): exactly
+    one dropout per layer changes, from the config's 0.1 to 0, the hidden-state dropouts stay; null (the default)
+    keeps the encoder's own."""
+    name = "tiny-random" if arch == "bert" else f"tiny-random-{arch}"
+
+    def dropouts(encoder) -> dict[str, float]:
+        return {k: m.p for k, m in encoder.named_modules() if isinstance(m, torch.nn.Dropout)}
+
+    own, zeroed = dropouts(zoo.load_encoder(name)[0]), dropouts(zoo.load_encoder(name, attention_dropout=0.0)[0])
+    changed = {k: (own[k], zeroed[k]) for k in own if own[k] != zeroed[k]}
+    layers = zoo.load_encoder(name)[0].config.num_hidden_layers
+    assert set(own) == set(zeroed) and len(changed) == layers, changed
+    assert all(was == 0.1 and now == 0.0 for was, now in changed.values())
+    assert any(p > 0 for p in zeroed.values())  # hidden dropout untouched

@@ -10,6 +10,7 @@ from tests.conftest import setup_run
 from xlt.cli import main as cli_main
 from xlt.core.batching import collate
 from xlt.core.loop import cpu_model
+from xlt.errors import ConfigError
 from xlt.evaluation import evaluate_run
 from xlt.pipeline import build_model, load_trained, pad_id
 from xlt.finetune import train
@@ -44,6 +45,18 @@ def test_frozen_embeddings_get_no_update(tiny_cfg):
     cfg = tiny_cfg("model.freeze_embeddings=true")
     _, model, _, _ = _setup(cfg)
     assert not model.encoder.get_input_embeddings().weight.requires_grad
+
+
+def test_attention_dropout_setting_reaches_the_encoder(tiny_cfg):
+    """model.attention_dropout (null: the encoder's own 0.1) sets the attention-probability dropout of the run's
+    encoder; the config check refuses 1 or more."""
+    def attention_ps(cfg) -> set[float]:
+        model = setup_run(cfg)[3]
+        return {m.dropout.p for m in model.encoder.modules() if type(m).__name__.endswith("SelfAttention")}
+
+    assert attention_ps(tiny_cfg()) == {0.1} and attention_ps(tiny_cfg("model.attention_dropout=0")) == {0.0}
+    with pytest.raises(ConfigError, match="attention_dropout"):
+        tiny_cfg("model.attention_dropout=1.0")
 
 
 def test_trimmed_vocabulary_is_exact(tiny_cfg):

@@ -64,7 +64,10 @@ class ModelConfig:
     name: str = "multilingual-e5-small"  # zoo name or path to a HF folder (e.g. a pre-training stage's RUN_DIR/model)
     init_from: str = ""  # folder with model.safetensors: encoder weights loaded over ``name``'s (keys/shapes checked)
     pooling: str = "mean"  # "mean" (how e5 was trained) or "cls"
-    dropout: float = ranged(0.1, 0, below=1)
+    dropout: float = ranged(0.1, 0, below=1)  # of the task heads
+    # the encoder's attention-probability dropout while training; null: the encoder's own (e5: 0.1).  0 lets
+    # PyTorch's CPU attention take its fused kernel instead of the unfused math one (issue 50's speed work)
+    attention_dropout: float | None = ranged(None, 0, below=1)
     freeze_embeddings: bool = True
     trim_vocab: bool = True  # keep only embedding rows the run's data uses (exact: rows are copied unchanged)
 

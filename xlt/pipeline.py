@@ -170,7 +170,7 @@ def build_model(ctx: RunContext, method: Method, labels: dict, trim: VocabTrim |
     """Pretrained encoder (``model.init_from`` weights, trimmed if asked) + the method's model; returns
     (model, tokenizer)."""
     cfg = ctx.cfg
-    encoder, tokenizer, _ = zoo.load_encoder(cfg.model.name)
+    encoder, tokenizer, _ = zoo.load_encoder(cfg.model.name, cfg.model.attention_dropout)
     if cfg.model.init_from:
         ctx.report["init_from"] = load_encoder_weights(encoder, cfg.model.init_from)
     if trim is not None:

@@ -27,6 +27,7 @@ class Family:
     model_types: tuple[str, ...]
     pooling_layer: bool = True  # AutoModel.from_pretrained accepts add_pooling_layer
     position_offset: int = 0  # positions a sequence cannot use (RoBERTa: padding index + 1)
+    attention_dropout_key: str = "attention_probs_dropout_prob"  # the config's attention-probability dropout
     # what the family cannot do, by "method:NAME" / "stage:NAME": the reason, said at config time
     unsupported: dict[str, str] = field(default_factory=dict)
 
@@ -113,7 +114,7 @@ FAMILIES = [
     Family("roberta", ("roberta", "xlm-roberta", "camembert"), position_offset=2,
            unsupported={"stage:trelm": _BERT_ONLY + "; RoBERTa's positions start after the padding index"}),
     Electra("electra", ("electra",), pooling_layer=False, unsupported={"stage:trelm": _BERT_ONLY}),
-    DistilBert("distilbert", ("distilbert",), pooling_layer=False,
+    DistilBert("distilbert", ("distilbert",), pooling_layer=False, attention_dropout_key="attention_dropout",
                unsupported={"stage:trelm": _BERT_ONLY, "decoder_init:encoder": _NO_DECODER_INIT}),
     DebertaV2("deberta-v2", ("deberta-v2",), pooling_layer=False,
               unsupported={"stage:trelm": _BERT_ONLY + "; DeBERTa's attention is relative-position",
@@ -132,11 +133,14 @@ def family_of(model_or_config) -> Family:
     return BY_TYPE[model_type]
 
 
-def load_pretrained(folder: Path) -> nn.Module:
-    """The Hugging Face encoder of a model folder, without a pooling layer where the family has one."""
+def load_pretrained(folder: Path, attention_dropout: float | None = None) -> nn.Module:
+    """The Hugging Face encoder of a model folder, without a pooling layer where the family has one;
+    ``attention_dropout`` (not None) replaces its attention-probability dropout (``model.attention_dropout``)."""
     from transformers import AutoConfig, AutoModel
 
     config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    if attention_dropout is not None:
+        setattr(config, family_of(config).attention_dropout_key, attention_dropout)
     return AutoModel.from_pretrained(str(folder), config=config, local_files_only=True,
                                      **family_of(config).load_kwargs())
 

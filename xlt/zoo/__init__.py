@@ -223,8 +223,8 @@ def load_tokenizer(folder: Path):
     return Tokenizer.from_file(str(folder / "tokenizer.json"))
 
 
-def load_encoder(name_or_path: str):
-    """Return (encoder, tokenizer, folder).  The encoder is a transformers ``PreTrainedModel`` of a supported family
+def load_encoder(name_or_path: str, attention_dropout: float | None = None):
+    """Return (encoder, tokenizer, folder); ``attention_dropout``: see ``families.load_pretrained``.  The encoder is a transformers ``PreTrainedModel`` of a supported family
     (``xlt.models.families``), or, for
     a folder exported by the TreLM stage (``trelm.json``), that model inside its TRILayer network
     (``xlt.models.trilayer.TreLMBackbone``, same call and output)."""
@@ -234,7 +234,7 @@ def load_encoder(name_or_path: str):
 
     folder = resolve(name_or_path)
     hf_logging.disable_progress_bar()  # "Loading weights" of a local folder is noise on every predict / train
-    encoder = load_pretrained(folder)
+    encoder = load_pretrained(folder, attention_dropout)
     if (folder / "trelm.json").exists():
         from xlt.models.trilayer import load_trelm_backbone
         encoder = load_trelm_backbone(encoder, folder)
