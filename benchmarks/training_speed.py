@@ -17,6 +17,11 @@ are 6 x (parameters of the layers) + 12 x layers x hidden x (mean padded length)
 Kaplan et al. 2020's estimate), so ``fraction_of_peak`` is what share of that peak the training reaches (frozen
 embeddings need no weight gradient; heads are negligible).
 
+``*_no_attention_dropout``: the same runs with the encoder's attention-probability dropout at 0
+(``model.attention_dropout=0``; the HF peer's config likewise), the other dropouts unchanged.  On a CPU PyTorch's
+SDPA runs its fused flash kernel only without dropout and falls back to the unfused math kernel with it, so this is
+the price of attention dropout, paid alike by both trainers (``--no-attention-dropout-rows`` skips them).
+
 Continued MLM likewise: xlt's ``pretrain-mlm-ja`` stage (its all-parameters phase, timed) against a plain
 ``transformers`` MLM Trainer (``AutoModelForMaskedLM`` + ``DataCollatorForLanguageModeling``) on the same token
 sequences, batch size, steps and learning rate.
@@ -298,11 +303,14 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
         # vocabulary rows a trainer scores: xlt the masked ones over the corpus's kept ids, the HF head every position)
         per_token["mlm"] = flops_per_token(encoder, sum(map(len, sequences)) / len(sequences))
         measured.append(("xlt_mlm", xlt_mlm, peak_rss_mb()))
+        if not args.no_attention_dropout_rows:  # xlt's side only: the HF MLM peer is minutes a run on a CPU
+            measured.append(("xlt_mlm_no_attention_dropout", run_xlt_mlm([*mlm, "model.attention_dropout=0"])[0],
+                             peak_rss_mb()))
         measured.append(("hf_trainer_mlm", run_hf_mlm(mlm_folder, sequences, args.mlm_steps, args.batch_size, mlm_lr,
                                                       args.seed, args.precision), peak_rss_mb()))
     rows_out = []
     for variant, r, rss in measured:
-        tps, task = r["tokens"] / r["seconds"], "mlm" if variant.endswith("mlm") else "intent_slot"
+        tps, task = r["tokens"] / r["seconds"], "mlm" if "mlm" in variant.split("_") else "intent_slot"
         steps = args.mlm_steps if task == "mlm" else args.steps
         rows_out.append({"variant": variant, "task": task, "precision": args.precision,
                          "compile": args.compile and task != "mlm",

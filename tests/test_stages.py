@@ -161,3 +161,17 @@ def test_a_stage_folder_is_overwritten_only_when_asked(corpus_dir, tmp_path, xlt
     (cfg.run_dir / "marker").write_text("from the first run")
     run_stage(cfg, overwrite=True)
     assert not (cfg.run_dir / "marker").exists() and (cfg.run_dir / "results.json").exists()
+
+
+@pytest.mark.parametrize("trim", ["true", "false"])
+def test_attention_dropout_applies_while_pre_training_and_the_export_keeps_the_base_value(corpus_dir, tmp_path,
+                                                                                        xlt_home, trim):
+    """model.attention_dropout=0 changes what the stage trains (other weights than the stock run's, same seed) and
+    not the exported folder's config (fine-tuning on it starts from the base's own 0.1)."""
+    outs = {p: run_stage(stage_cfg(corpus_dir, tmp_path, f"name=ad-{p}", f"model.trim_vocab={trim}",
+                                   *([f"model.attention_dropout={p}"] if p != "own" else [])))
+            for p in ("own", "0")}
+    for out in outs.values():
+        assert json.loads((out / "config.json").read_text())["attention_probs_dropout_prob"] == 0.1
+    a, b = (load_file(str(outs[p] / "model.safetensors")) for p in ("own", "0"))
+    assert a.keys() == b.keys() and not all(torch.equal(a[k], b[k]) for k in a)

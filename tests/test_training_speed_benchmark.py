@@ -18,7 +18,7 @@ def test_side_by_side_rows(tiny_data, xlt_home, tmp_path):
                                                            "phases.0.batch_size=4"])
     rows = {r["variant"]: r for r in json.loads((tmp_path / "training-speed-b4.json").read_text())["rows"]}
     assert set(rows) == {"hf_trainer", "xlt", "xlt_mlm", "hf_trainer_mlm", "hf_trainer_no_attention_dropout",
-                         "xlt_no_attention_dropout"} and out["fp32_gemm_peak_flops"] > 0
+                         "xlt_no_attention_dropout", "xlt_mlm_no_attention_dropout"} and out["fp32_gemm_peak_flops"] > 0
     assert out["xlt_no_attention_dropout_speedup_over_xlt"] > 0 and 0 <= rows["xlt"]["dev_en_intent_slot_mean"] <= 1
     for r in rows.values():
         assert r["steps"] == 3 and r["batch_size"] == 4 and r["tokens_per_second"] > 0 and r["peak_rss_mb"] > 0
@@ -26,6 +26,8 @@ def test_side_by_side_rows(tiny_data, xlt_home, tmp_path):
     assert rows["hf_trainer"]["flops_per_token"] == rows["xlt"]["flops_per_token"] > 0
     assert rows["hf_trainer_no_attention_dropout"]["flops_per_token"] == rows["xlt"]["flops_per_token"]
     assert rows["hf_trainer_mlm"]["flops_per_token"] == rows["xlt_mlm"]["flops_per_token"] > 0
+    assert rows["xlt_mlm_no_attention_dropout"]["task"] == "mlm"
+    assert rows["xlt_mlm_no_attention_dropout"]["flops_per_token"] == rows["xlt_mlm"]["flops_per_token"]
     # --mlm-steps 0: the fine-tuning rows only (the GPU run at a large batch); bf16 peak measured for bf16 rows
     out = training_speed.main(["--data-dir", str(tiny_data), "--steps", "2", "--mlm-steps", "0", "--batch-size", "4",
                                "--precision", "bf16", "--no-attention-dropout-rows"], model="tiny-random", config="tiny",

@@ -335,6 +335,8 @@ class PhaseConfig:
 class StageModelConfig:
     name: str = "multilingual-e5-small"
     trim_vocab: bool = True  # input and output vocabulary = the ids of the corpora (exact; untrimmed on export)
+    # as ModelConfig.attention_dropout, while pre-training only: the exported folder keeps the base's own value
+    attention_dropout: float | None = ranged(None, 0, below=1)
 
 
 @dataclass

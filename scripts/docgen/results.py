@@ -87,6 +87,7 @@ CONFIGS = {
     "xsid-zero-shot": "xsid-zero-shot", "xsid-zero-shot-cuda": "xsid-zero-shot",
     "xsid-zero-shot-cuda-bf16": "xsid-zero-shot train.mixed_precision=bf16",
     "xsid-zero-shot-bf16": "xsid-zero-shot train.mixed_precision=bf16",
+    "xsid-zero-shot-no-attention-dropout": "xsid-zero-shot model.attention_dropout=0",
     "panx": "panx-zero-shot (+ train.method and translation.* for the es rows)",
     "pawsx": "pawsx-zero-shot (+ train.method and translation.* for the es rows)",
     "udpos": "udpos-zero-shot (+ train.method and translation.* for the es rows)",
@@ -97,7 +98,8 @@ CONFIGS = {
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
     "tall-copy-probe": "pretrain-tall-*'s phase 1 (decoder only, lr 1e-3, batch 32, its noise), on English text",
     "gemm-ceiling": "no config: multilingual-e5-small's layer shapes (its config.json), batch 32",
-    "training-speed": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",
+    "training-speed": "xsid-zero-shot (batch 32; model.attention_dropout=0 in the *_no_attention_dropout rows); "
+                      "pretrain-mlm-ja's text for MLM",
     "training-speed-bf16": "xsid-zero-shot (batch 32) train.mixed_precision=bf16; pretrain-mlm-ja's text for MLM",
     "training-speed-cuda": "xsid-zero-shot (batch 32); pretrain-mlm-ja's text for MLM",
     "training-speed-cuda-b512-bf16": "xsid-zero-shot train.batch_size=512 train.mixed_precision=bf16",

@@ -174,7 +174,7 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
                                   special_ids(tokenizer))
         corpus.train = [trim.map_ids(s) for s in corpus.train]
         corpus.heldout = [trim.map_ids(s) for s in corpus.heldout]
-    encoder, _, _ = zoo.load_encoder(str(folder))
+    encoder, _, _ = zoo.load_encoder(str(folder), cfg.model.attention_dropout)
     if trim is not None:
         encoder.set_input_embeddings(trim.trim_embedding(encoder.get_input_embeddings()))
     stage = stage_class(cfg, tokenizer, corpus, trim)
@@ -285,6 +285,13 @@ def _export(cfg, model: PretrainModel, stage: Stage, trim, base: Path, out: Path
         trimmed = next(name for name, p in encoder.named_parameters() if p is rows)  # the family's key for them
         full_encoder.load_state_dict({k: v for k, v in encoder.state_dict().items() if k != trimmed}, strict=False)
         encoder = full_encoder
+    elif cfg.model.attention_dropout is not None:  # a training-time setting: the folder keeps the base's own
+        from transformers import AutoConfig
+
+        from xlt.models.families import family_of
+
+        key = family_of(encoder).attention_dropout_key
+        setattr(encoder.config, key, getattr(AutoConfig.from_pretrained(str(base), local_files_only=True), key))
     encoder.save_pretrained(str(tmp), safe_serialization=True)
     # synthetic.json: the vocabulary of a synthetic language the base was grown by (xlt.synthetic) comes along
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "synthetic.json"):
