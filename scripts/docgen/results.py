@@ -88,6 +88,7 @@ CONFIGS = {
     "xsid-zero-shot-cuda-bf16": "xsid-zero-shot train.mixed_precision=bf16",
     "xsid-zero-shot-bf16": "xsid-zero-shot train.mixed_precision=bf16",
     "xsid-zero-shot-no-attention-dropout": "xsid-zero-shot model.attention_dropout=0",
+    "xsid-zero-shot-control": "xsid-zero-shot (re-run beside xsid-zero-shot-no-attention-dropout, same CPU)",
     "panx": "panx-zero-shot (+ train.method and translation.* for the es rows)",
     "pawsx": "pawsx-zero-shot (+ train.method and translation.* for the es rows)",
     "udpos": "udpos-zero-shot (+ train.method and translation.* for the es rows)",
