@@ -5,7 +5,9 @@ config ``xsid-zero-shot`` (checkpoint chosen on the English dev set), evaluates 
 language's test split, and writes ``benchmarks/results/xsid-zero-shot.json`` (../shared/RESULTS_FORMAT.md) and
 ``benchmarks/results/xsid-zero-shot.md`` (mean ± std over seeds per language).
 
-    python benchmarks/xsid_zero_shot.py --data-dir ../shared/data [--seeds 1 2 3] [--name NAME] [key=value ...]
+    python benchmarks/xsid_zero_shot.py --data-dir ../shared/data [--name NAME] [--seeds 1 2 3 --] [key=value ...]
+
+(``--`` ends the seed list before overrides, which ``--seeds`` would otherwise read as seeds.)
 
 ``--name`` names the results files and run folders (default ``xsid-zero-shot``), e.g. ``xsid-zero-shot-cuda`` for
 the same benchmark on a GPU, with ``train.mixed_precision=bf16`` for mixed precision.
