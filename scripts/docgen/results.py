@@ -77,6 +77,10 @@ SCRIPTS = {
                                 "xsid-zero-shot-cuda-bf16 train.mixed_precision=bf16 (on a GPU)",
     "xsid-zero-shot-bf16": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
                            "xsid-zero-shot-bf16 train.mixed_precision=bf16",
+    "xsid-zero-shot-no-attention-dropout": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
+                                           "xsid-zero-shot-no-attention-dropout model.attention_dropout=0",
+    "xsid-zero-shot-control": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
+                              "xsid-zero-shot-control",
 }
 # the shipped configs behind each results file (files whose rows name their config say it themselves)
 CONFIGS = {
