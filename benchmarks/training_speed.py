@@ -257,8 +257,8 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     ap.add_argument("--compile", action="store_true", help="torch.compile in both (xlt: train.compile; HF: "
                     "torch_compile)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--no-attention-dropout-rows", action="store_true", help="skip the two fine-tuning rows without "
-                    "attention dropout (model.attention_dropout=0; the HF peer's config likewise)")
+    ap.add_argument("--no-attention-dropout-rows", action="store_true", help="skip the rows without attention dropout "
+                    "(model.attention_dropout=0; the HF peer's config likewise): two fine-tuning rows, one MLM row")
     args = ap.parse_args(argv)
     threads = configure_threads(0)
     common = [f"data.data_dir={args.data_dir}", f"model.name={model}", f"train.batch_size={args.batch_size}",
