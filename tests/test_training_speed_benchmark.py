@@ -30,7 +30,8 @@ def test_side_by_side_rows(tiny_data, xlt_home, tmp_path):
     assert rows["xlt_mlm_no_attention_dropout"]["flops_per_token"] == rows["xlt_mlm"]["flops_per_token"]
     # --mlm-steps 0: the fine-tuning rows only (the GPU run at a large batch); bf16 peak measured for bf16 rows
     out = training_speed.main(["--data-dir", str(tiny_data), "--steps", "2", "--mlm-steps", "0", "--batch-size", "4",
-                               "--precision", "bf16", "--no-attention-dropout-rows"], model="tiny-random", config="tiny",
+                               "--precision", "bf16", "--no-attention-dropout-rows"],
+                              model="tiny-random", config="tiny",
                               extra=["data.train_subset=0", "data.dedup=false"], results=tmp_path)
     assert [r["variant"] for r in out["rows"]] == ["hf_trainer", "xlt"] and out["xlt_mlm_speedup_over_hf_trainer"] is None
     assert out["precision_gemm_peak_flops"] > 0 and (tmp_path / "training-speed-b4-bf16.json").exists()
