@@ -38,6 +38,7 @@ import json
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -277,8 +278,10 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     peak_autocast = peak if args.precision == "fp32" else gemm_peak(dtype=getattr(torch, {"bf16": "bfloat16"}.get(
         args.precision, "float16")))
     measured = []
-    hf = run_hf(folder, rows, len(data.labels["intents"]), len(data.labels["slots"]), pad_id(ctx.tokenizer, None),
-                args.steps, args.batch_size, cfg.train.lr, args.seed, args.precision, args.compile)
+    run_peer = partial(run_hf, folder, rows, len(data.labels["intents"]), len(data.labels["slots"]),
+                       pad_id(ctx.tokenizer, None), args.steps, args.batch_size, cfg.train.lr, args.seed,
+                       args.precision, args.compile)
+    hf = run_peer()
     encoder = hf.pop("encoder")
     per_token = {"intent_slot": flops_per_token(encoder, hf["mean_padded_length"])}
     measured.append(("hf_trainer", hf, peak_rss_mb()))
@@ -286,8 +289,7 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     if not args.no_attention_dropout_rows:
         # the same pair without attention-probability dropout: on a CPU, SDPA with dropout > 0 takes PyTorch's
         # unfused math kernel, with 0 its fused flash kernel; the Trainer gets the same change, so the pair is fair
-        hf0 = run_hf(folder, rows, len(data.labels["intents"]), len(data.labels["slots"]), pad_id(ctx.tokenizer, None),
-                     args.steps, args.batch_size, cfg.train.lr, args.seed, args.precision, args.compile, 0.0)
+        hf0 = run_peer(attention_dropout=0.0)
         hf0.pop("encoder")
         measured.append(("hf_trainer_no_attention_dropout", hf0, peak_rss_mb()))
         measured.append(("xlt_no_attention_dropout", run_xlt(config, [*common, "model.attention_dropout=0"]),

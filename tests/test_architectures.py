@@ -119,9 +119,9 @@ def test_attention_dropout_override_reaches_every_attention_and_nothing_else(arc
     def dropouts(encoder) -> dict[str, float]:
         return {k: m.p for k, m in encoder.named_modules() if isinstance(m, torch.nn.Dropout)}
 
-    own, zeroed = dropouts(zoo.load_encoder(name)[0]), dropouts(zoo.load_encoder(name, attention_dropout=0.0)[0])
+    encoder = zoo.load_encoder(name)[0]
+    own, zeroed = dropouts(encoder), dropouts(zoo.load_encoder(name, attention_dropout=0.0)[0])
     changed = {k: (own[k], zeroed[k]) for k in own if own[k] != zeroed[k]}
-    layers = zoo.load_encoder(name)[0].config.num_hidden_layers
-    assert set(own) == set(zeroed) and len(changed) == layers, changed
+    assert set(own) == set(zeroed) and len(changed) == encoder.config.num_hidden_layers, changed
     assert all(was == 0.1 and now == 0.0 for was, now in changed.values())
     assert any(p > 0 for p in zeroed.values())  # hidden dropout untouched

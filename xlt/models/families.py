@@ -139,10 +139,10 @@ def load_pretrained(folder: Path, attention_dropout: float | None = None) -> nn.
     from transformers import AutoConfig, AutoModel
 
     config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    family = family_of(config)
     if attention_dropout is not None:
-        setattr(config, family_of(config).attention_dropout_key, attention_dropout)
-    return AutoModel.from_pretrained(str(folder), config=config, local_files_only=True,
-                                     **family_of(config).load_kwargs())
+        setattr(config, family.attention_dropout_key, attention_dropout)
+    return AutoModel.from_pretrained(str(folder), config=config, local_files_only=True, **family.load_kwargs())
 
 
 def layer_norm_eps(config) -> float:
