@@ -18,13 +18,14 @@ target, zero-shot and English from the zero-shot run of the same seed.
 
 Jobs: ``{xsid,pawsx}-zero_shot`` (evaluates both variants), ``{xsid,pawsx}-{method}-{same_order,permuted}`` for
 translate_train, multi_language, xeroalign, filter, filter_self_teaching (PAWS-X also ``filter_k1`` and
-``filter_self_teaching_k1``: k = 1 fused layer, as the FILTER authors' PAWS-X script); pre-training (seed 1, <= 20
-CPU-minutes each, budgets in ``STAGES``) ``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and
-zero-shot xSID fine-tuning on each (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method);
-``mlm_xsid`` and ``unicoder_mlm+tlm_xsid`` are in-domain controls on xSID's English training text. TreLM rows
-(alignment P@1 on the true bijection; migrated vs un-migrated vs from scratch: ``trelm``, ``unmigrated`` and
-``trelm_scratch``; random rows on MiniLM's layers: ``trelm_random_comparable``) are fine-tuned, selected and tested
-in the synthetic language, as in the TreLM paper (not zero-shot).
+``filter_self_teaching_k1``: k = 1 fused layer, as the FILTER authors' PAWS-X script; ``filter_1000``: 1000 steps,
+same order); pre-training (seed 1, <= 20 CPU-minutes each, budgets in ``STAGES``)
+``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and zero-shot xSID fine-tuning on each
+(``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method); ``mlm_xsid`` and ``unicoder_mlm+tlm_xsid``
+are in-domain controls on xSID's English training text. TreLM rows (alignment P@1 on the true bijection; migrated vs
+un-migrated vs from scratch: ``trelm``, ``unmigrated`` and ``trelm_scratch``; random rows on MiniLM's layers:
+``trelm_random_comparable``) are fine-tuned, selected and tested in the synthetic language, as in the TreLM paper (not
+zero-shot).
 Writes benchmarks/results/synthetic.{json,md} (``XLT_SYNTHETIC_NAME`` names another file, e.g. a GPU run's).
 """
 from __future__ import annotations
@@ -48,9 +49,14 @@ PAIRED = ("xeroalign", "filter", "filter_self_teaching")
 # FILTER with k = 1 fused layer (m = 1), as the FILTER authors' own train.sh runs PAWS-X and XNLI (xlt's default is
 # k = 5: the paper's k = 10 of 24 layers, scaled); a PAWS-X ablation, since 4 of 6 fused k = 5 runs sat at chance
 K1 = ("filter_k1", "filter_self_teaching_k1")
-# a method's suffix -> the settings it changes (the 2000-step translate-train; FILTER's k = 1 fused layer)
+# FILTER at 1000 steps (twice the paired methods' 500): two of the four k = 5 runs on PAWS-X spent 125-250 steps at
+# chance before learning; does a longer budget close the gap the plateau cost? (PAWS-X, same order)
+LONG = ("filter_1000",)
+# a method's suffix -> the settings it changes (the 2000-step translate-train; FILTER's k = 1 fused layer; its
+# 1000 steps), applied after the paired methods' 500-step default
 METHOD_SUFFIXES = {"_k1": ["options.local_layers=1", "options.fusion_layers=1"],
-                   "_2000": ["train.max_steps=2000", "train.eval_every=500"]}
+                   "_2000": ["train.max_steps=2000", "train.eval_every=500"],
+                   "_1000": ["train.max_steps=1000", "train.eval_every=250"]}
 MAIN = {"xsid": ("intent_acc", "slot_f1"), "pawsx": ("accuracy",)}
 GAP = {"intent_acc": "gap_closed_intent", "slot_f1": "gap_closed_slot", "accuracy": "gap_closed_accuracy"}
 # results/{NAME}.{json,md}: XLT_SYNTHETIC_NAME=synthetic-cuda keeps the rows of a GPU run apart from the CPU ones
@@ -289,6 +295,7 @@ def jobs() -> list[str]:
         out.append(f"{d}-zero_shot")
         out += [f"{d}-{m}-{v}" for m in METHODS for v in VARIANTS]
     out += [f"pawsx-{m}-{v}" for m in K1 for v in VARIANTS]
+    out += [f"pawsx-{m}-same_order" for m in LONG]
     out += [f"pretrain-{st}-{v}" for st in STAGES for v in VARIANTS]
     out += [f"align-{st}-{v}" for st in ("trelm", "trelm_bridge", "trelm_bridge_comparable")
             for v in VARIANTS]  # TreLM's base only
@@ -352,9 +359,10 @@ def spec(job: str, seed: int) -> tuple[str, list[str]]:
     for suffix, overrides in METHOD_SUFFIXES.items():
         if method.endswith(suffix):
             method, settings = method.removesuffix(suffix), overrides
-    extra = settings + [f"train.method={method}", f"data.eval_langs=[en,{lang}]", f"translation.languages=[{lang}]"]
+    extra = [f"train.method={method}", f"data.eval_langs=[en,{lang}]", f"translation.languages=[{lang}]"]
     if method in PAIRED:
         extra += ["train.max_steps=500", "train.eval_every=125"]
+    extra += settings  # (after the default: the later override wins)
     if method == "filter_self_teaching":  # the teacher: the FILTER run of the same settings, order and seed
         extra.append(f"options.teacher={RUNS / run_name(job.replace('filter_self_teaching', 'filter', 1), seed)}")
     return f"{dataset}-zero-shot", COMMON + extra

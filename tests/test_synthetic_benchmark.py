@@ -175,3 +175,14 @@ def test_the_k1_filter_ablation_fuses_one_layer_and_teaches_from_the_k1_run(monk
         assert (cfg.options.local_layers, cfg.options.fusion_layers) == (1, 1)
     teacher = tmp_path / "synthetic-pawsx-filter_k1-permuted-seed2"
     assert cfg.options.teacher == str(teacher)
+
+
+def test_the_1000_step_filter_row_overrides_the_paired_500_steps(monkeypatch, tmp_path):
+    monkeypatch.setattr(synthetic, "RUNS", tmp_path)
+    from xlt.config import find_config, load_config
+
+    assert "pawsx-filter_1000-same_order" in synthetic.jobs()
+    config, extra = synthetic.spec("pawsx-filter_1000-same_order", 3)
+    cfg = load_config(find_config(config), [f"output_dir={tmp_path}", *extra])
+    assert (cfg.train.method, cfg.train.max_steps, cfg.train.eval_every) == ("filter", 1000, 250)
+    assert (cfg.options.local_layers, cfg.options.fusion_layers) == (1, 5)  # the shipped k = 5
