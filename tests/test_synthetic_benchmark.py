@@ -186,3 +186,17 @@ def test_the_1000_step_filter_row_overrides_the_paired_500_steps(monkeypatch, tm
     cfg = load_config(find_config(config), [f"output_dir={tmp_path}", *extra])
     assert (cfg.train.method, cfg.train.max_steps, cfg.train.eval_every) == ("filter", 1000, 250)
     assert (cfg.options.local_layers, cfg.options.fusion_layers) == (1, 5)  # the shipped k = 5
+
+
+def test_the_heavy_xeroalign_row_weights_the_alignment_30x_at_the_paired_budget(monkeypatch, tmp_path):
+    monkeypatch.setattr(synthetic, "RUNS", tmp_path)
+    from xlt.config import find_config, load_config
+
+    assert "pawsx-xeroalign_w30-same_order" in synthetic.jobs()
+    assert "pawsx-xeroalign_w30-permuted" not in synthetic.jobs()
+    config, extra = synthetic.spec("pawsx-xeroalign_w30-same_order", 1)
+    cfg = load_config(find_config(config), [f"output_dir={tmp_path}", *extra])
+    assert (cfg.train.method, cfg.train.max_steps, cfg.options.weight) == ("xeroalign", 500, 30.0)
+    plain = load_config(find_config(config), [f"output_dir={tmp_path}", *synthetic.spec("pawsx-xeroalign-same_order",
+                                                                                          1)[1]])
+    assert plain.options.weight == 1.0  # the paper's weight stays the default row's
