@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 
 from jobqueue import (RUNS, committed_results, git_commit, merge_rows, pretrain, queue_main,
                       train_evaluate, trelm_base)
+from synthetic_table import add_gap_closed, machine, table
 
 DATASETS = ("xsid", "pawsx")
 VARIANTS = {"same_order": "syn-en", "permuted": "syn-en-perm"}
@@ -63,8 +63,6 @@ METHOD_SUFFIXES = {"_k1": ["options.local_layers=1", "options.fusion_layers=1"],
                    "_2000": ["train.max_steps=2000", "train.eval_every=500"],
                    "_1000": ["train.max_steps=1000", "train.eval_every=250"],
                    "_w30": ["options.weight=30.0"]}
-MAIN = {"xsid": ("intent_acc", "slot_f1"), "pawsx": ("accuracy",)}
-GAP = {"intent_acc": "gap_closed_intent", "slot_f1": "gap_closed_slot", "accuracy": "gap_closed_accuracy"}
 # results/{NAME}.{json,md}: XLT_SYNTHETIC_NAME=synthetic-cuda keeps the rows of a GPU run apart from the CPU ones
 NAME = os.environ.get("XLT_SYNTHETIC_NAME", "synthetic")
 TEST_OVERRIDES: list[str] = []  # the smoke test's tiny model and steps, applied last
@@ -449,59 +447,6 @@ def collect(runs: Path, results: Path) -> None:
            "selection": "source-dev", "notes": __doc__.split("\n\n")[2].replace("\n", " "), "rows": rows}
     (results / f"{NAME}.json").write_text(json.dumps(out, indent=1))
     (results / f"{NAME}.md").write_text(table(rows))
-
-
-def machine(rows: list[dict]) -> str:
-    devices = sorted({str(r["device"]) for r in rows if r.get("device")})  # pre-training rows name no device
-    if all(d.startswith("cpu") for d in devices):
-        return "2 CPU cores, no GPU"
-    import torch
-
-    name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "a GPU"
-    return f"{name}, devices {', '.join(devices)}"
-
-
-def add_gap_closed(rows: list[dict]) -> None:
-    """gap_closed_<metric> on target rows: (method - zero-shot) / (English - zero-shot), same dataset and seed."""
-    zs = {(r["dataset"], r["seed"], r["lang"]): r for r in rows if r["method"] == "zero_shot"}
-    for r in rows:
-        if r["lang"] == "en" or r["dataset"] not in MAIN:
-            continue
-        if r["method"].startswith("trelm_"):  # trained on the target (TreLM's setting): no zero-shot gap to close
-            continue
-        base, english = zs.get((r["dataset"], r["seed"], r["lang"])), zs.get((r["dataset"], r["seed"], "en"))
-        for metric in MAIN[r["dataset"]]:
-            key = GAP[metric]
-            if base is None or english is None or english[metric] == base[metric]:
-                r[key] = None
-                continue
-            r[key] = round((r[metric] - base[metric]) / (english[metric] - base[metric]), 4)
-
-
-def table(rows: list[dict]) -> str:
-    lines = ["# Synthetic-language checks (English -> syn-en / syn-en-perm)", "",
-             "Mean over seeds; target-language metrics; gap closed = (method - zero-shot) / (English - zero-shot).",
-             "", "| dataset | variant | method | seeds | target | English | gap closed |",
-             "|---|---|---|---|---|---|---|"]
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        if r["lang"] != "en" and r["dataset"] in MAIN:
-            groups.setdefault((r["dataset"], r["variant"], r["method"]), []).append(r)
-    for (dataset, variant, method), mine in sorted(groups.items()):
-        metrics = MAIN[dataset]
-        english = [e for e in rows if e["dataset"] == dataset and e["method"] == method and e["lang"] == "en"
-                   and e["variant"] in (variant, None) and e["seed"] in {m["seed"] for m in mine}]
-
-        def fmt(rs: list[dict], key: str) -> str:
-            values = [x[key] for x in rs if x.get(key) is not None]
-            return f"{100 * statistics.mean(values):.1f}" if values else "-"
-        gaps = [GAP[m] for m in metrics]
-        no_english = "(trained on the target)" if method.startswith("trelm_") else "(zero-shot run)"
-        lines.append(f"| {dataset} | {variant} | {method} | {len(mine)} | "
-                     f"{' / '.join(fmt(mine, m) for m in metrics)} | "
-                     f"{' / '.join(fmt(english, m) for m in metrics) if english else no_english} | "
-                     f"{' / '.join(fmt(mine, g) + ' %' for g in gaps)} |")
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
