@@ -32,6 +32,12 @@ from training_speed import call_times, gemm_peak  # noqa: E402
 from xlt.core.loop import configure_threads  # noqa: E402
 
 
+
+def significant(x: float, digits: int) -> float:
+    """``x`` to ``digits`` significant figures: a tiny test model's rate stays above 0, which decimal places would
+    round away on a loaded machine."""
+    return float(f"{x:.{digits}g}")
+
 def step_products(layers: int, hidden: int, intermediate: int, heads: int, batch: int, length: int,
                   device: str) -> tuple[Callable[[], None], float]:
     """A function that runs one training step's matrix products of the encoder's layers, and their FLOPs."""
@@ -87,9 +93,9 @@ def main(argv: list[str] | None = None, results: Path = RESULTS) -> dict:
         seconds = statistics.median(call_times(run, args.repeats))
         rows.append({"variant": "gemm_only", "task": "intent_slot", "precision": "fp32", "device": device,
                      "threads": threads, "batch_size": args.batch_size, "seq_len": length,
-                     "tokens": args.batch_size * length, "flops": flops, "seconds_per_step": round(seconds, 5),
-                     "gflops_per_second": round(flops / seconds / 1e9, 1),
-                     "fraction_of_peak": round(flops / seconds / peak, 3)})
+                     "tokens": args.batch_size * length, "flops": flops, "seconds_per_step": significant(seconds, 4),
+                     "gflops_per_second": significant(flops / seconds / 1e9, 4),
+                     "fraction_of_peak": significant(flops / seconds / peak, 3)})
         print(f"T={length}: {rows[-1]['gflops_per_second']} GFLOP/s, {rows[-1]['fraction_of_peak']:.1%} of peak",
               flush=True)
     name = "gemm-ceiling" + ("-cuda" if device == "cuda" else "")

@@ -24,3 +24,9 @@ def test_rows(xlt_home, tmp_path):
     rows = json.loads((tmp_path / "gemm-ceiling.json").read_text())["rows"]
     assert [r["seq_len"] for r in rows] == [4, 8] and out["fp32_gemm_peak_flops"] > 0
     assert all(r["tokens"] == 2 * r["seq_len"] and r["fraction_of_peak"] > 0 for r in rows)
+
+
+def test_rates_keep_significant_figures_not_decimal_places():
+    # a tiny model on a loaded machine reaches ~1e-4 of peak: three decimal places made that 0 (a failed CI run)
+    assert gemm_ceiling.significant(0.000123456, 3) == 0.000123
+    assert gemm_ceiling.significant(0.61234, 3) == 0.612 and gemm_ceiling.significant(106.349, 4) == 106.3
