@@ -32,11 +32,11 @@ from training_speed import call_times, gemm_peak  # noqa: E402
 from xlt.core.loop import configure_threads  # noqa: E402
 
 
-
 def significant(x: float, digits: int) -> float:
     """``x`` to ``digits`` significant figures: a tiny test model's rate stays above 0, which decimal places would
     round away on a loaded machine."""
     return float(f"{x:.{digits}g}")
+
 
 def step_products(layers: int, hidden: int, intermediate: int, heads: int, batch: int, length: int,
                   device: str) -> tuple[Callable[[], None], float]:

@@ -19,8 +19,9 @@ target, zero-shot and English from the zero-shot run of the same seed.
 Jobs: ``{xsid,pawsx}-zero_shot`` (evaluates both variants), ``{xsid,pawsx}-{method}-{same_order,permuted}`` for
 translate_train, multi_language, xeroalign, filter, filter_self_teaching (PAWS-X also ``filter_k1`` and
 ``filter_self_teaching_k1``: k = 1 fused layer, as the FILTER authors' PAWS-X script; ``filter_1000``: 1000 steps,
-same order); pre-training (seed 1, <= 20 CPU-minutes each, budgets in ``STAGES``)
-``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and zero-shot xSID fine-tuning on each
+same order; ``xeroalign_w30``: the alignment term weighted 30x, same order); pre-training (seed 1, <= 20
+CPU-minutes each, budgets in ``STAGES``) ``pretrain-{mlm,unicoder_mlm+tlm,unicoder_all5,tall}-{variant}`` and
+zero-shot xSID fine-tuning on each
 (``xsid-after_{stage}-{variant}``; TALL fine-tunes with its own method); ``mlm_xsid`` and ``unicoder_mlm+tlm_xsid``
 are in-domain controls on xSID's English training text. TreLM rows (alignment P@1 on the true bijection; migrated vs
 un-migrated vs from scratch: ``trelm``, ``unmigrated`` and ``trelm_scratch``; random rows on MiniLM's layers:
@@ -58,7 +59,7 @@ LONG = ("filter_1000",)
 # align more, or cost English more? (PAWS-X, same order)
 HEAVY = ("xeroalign_w30",)
 # a method's suffix -> the settings it changes (the 2000-step translate-train; FILTER's k = 1 fused layer; its
-# 1000 steps), applied after the paired methods' 500-step default
+# 1000 steps; XeroAlign's 30x alignment weight), applied after the paired methods' 500-step default
 METHOD_SUFFIXES = {"_k1": ["options.local_layers=1", "options.fusion_layers=1"],
                    "_2000": ["train.max_steps=2000", "train.eval_every=500"],
                    "_1000": ["train.max_steps=1000", "train.eval_every=250"],
