@@ -414,7 +414,7 @@ def _rows_of(path: Path, dataset: str, method: str, variant: str | None, seed: i
         rows.append({"dataset": dataset, "task": r.get("task", ""), "method": method, "seed": seed,
                      "variant": v if lang != "en" else variant, "lang": lang,
                      **{k: x for k, x in m.items() if k != "n"}, "n_test": m["n"],
-                     "steps": summary.get("steps"), "train_seconds": summary.get("train_seconds"),
+                     "steps": summary.get("step"), "train_seconds": summary.get("train_seconds"),
                      "device": summary.get("device"), **({"cpu": summary["cpu"]} if "cpu" in summary else {}),
                      "selection": "source-dev"})
     return rows

@@ -34,6 +34,7 @@ def test_jobs_run_and_rows_have_gap_closed(bench, monkeypatch):
     out = json.loads((root / "results" / "synthetic.json").read_text())
     rows = {(r["method"], r["variant"], r["lang"]): r for r in out["rows"]}
     assert ("translate_train", "permuted", "syn-en-perm") in rows and ("zero_shot", None, "en") in rows
+    assert rows[("translate_train", "permuted", "syn-en-perm")]["steps"] == 4  # the steps the run took (max_steps)
     tt = rows[("translate_test", "permuted", "syn-en-perm")]
     # the exact translator: translate-test scores what English scores, so it closes the gap exactly when there is one
     assert tt["intent_acc"] == rows[("zero_shot", None, "en")]["intent_acc"]
