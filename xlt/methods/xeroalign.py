@@ -8,9 +8,9 @@ only the source side is labelled, and at test time the model is a plain encoder.
 Options (``options:`` in the config): ``weight`` (multiplier of the alignment loss; the paper's 1 is the default.
 Much more can collapse the model: at 30x on PAWS-X every pooled vector went to one point, which the distance's
 trivial minimum allows, and the model answered one class for every pair; docs/benchmarks/synthetic.md);
-``distance``: ``mse`` (the paper) or ``cosine``; ``reduction``: ``mean`` over hidden dimensions (``torch.nn.MSELoss`` as in the paper's code;
-the term is then ~1e-3 of the task loss on e5-small) or ``sum``; ``pooling``: ``cls``, ``mean``, or ``""`` = the
-task head's pooling (the paper aligns the classifier's vector).
+``distance``: ``mse`` (the paper) or ``cosine``; ``reduction``: ``mean`` over hidden dimensions
+(``torch.nn.MSELoss`` as in the paper's code; the term is then ~1e-3 of the task loss on e5-small) or ``sum``;
+``pooling``: ``cls``, ``mean``, or ``""`` = the task head's pooling (the paper aligns the classifier's vector).
 """
 from __future__ import annotations
 
