@@ -48,7 +48,7 @@ VARIANTS = {"same_order": "syn-en", "permuted": "syn-en-perm"}
 METHODS = ("translate_train", "translate_train_2000", "multi_language", "xeroalign", "filter", "filter_self_teaching")
 PAIRED = ("xeroalign", "filter", "filter_self_teaching")
 # FILTER with k = 1 fused layer (m = 1), as the FILTER authors' own train.sh runs PAWS-X and XNLI (xlt's default is
-# k = 5: the paper's k = 10 of 24 layers, scaled); a PAWS-X ablation, since fused k = 5 runs sat at chance (6 of 11
+# k = 5: the paper's k = 10 of 24 layers, scaled); a PAWS-X ablation, since fused k = 5 runs sat at chance (6 of 12
 # so far)
 K1 = ("filter_k1", "filter_self_teaching_k1")
 # FILTER at 1000 steps (twice the paired methods' 500): three of the six k = 5 runs on PAWS-X spent 125-250 steps at
