@@ -48,11 +48,11 @@ VARIANTS = {"same_order": "syn-en", "permuted": "syn-en-perm"}
 METHODS = ("translate_train", "translate_train_2000", "multi_language", "xeroalign", "filter", "filter_self_teaching")
 PAIRED = ("xeroalign", "filter", "filter_self_teaching")
 # FILTER with k = 1 fused layer (m = 1), as the FILTER authors' own train.sh runs PAWS-X and XNLI (xlt's default is
-# k = 5: the paper's k = 10 of 24 layers, scaled); a PAWS-X ablation, since fused k = 5 runs sat at chance (6 of 12
-# so far)
+# k = 5: the paper's k = 10 of 24 layers, scaled); a PAWS-X ablation, since fused k = 5 runs sit at chance for a
+# while (the tally per run: docs/benchmarks/synthetic.md)
 K1 = ("filter_k1", "filter_self_teaching_k1")
-# FILTER at 1000 steps (twice the paired methods' 500): three of the six k = 5 runs on PAWS-X spent 125-250 steps at
-# chance before learning; does a longer budget close the gap the plateau cost? (PAWS-X, same order)
+# FILTER at 1000 steps (twice the paired methods' 500): some k = 5 runs on PAWS-X spend 125-250 steps at chance
+# before learning; does a longer budget close the gap the plateau cost? (PAWS-X, same order)
 LONG = ("filter_1000",)
 # XeroAlign with its alignment term weighted 30x: the paper's mean-squared distance (weight 1) is ~0.01 against a task
 # loss of 0.3-0.7 on PAWS-X, where XeroAlign closes 17-45 % of the gap on six runs; does a term of the task loss's size
