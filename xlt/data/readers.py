@@ -75,6 +75,15 @@ def _skip_line(report: ReadReport, line: int, kind: str, detail: str = "") -> No
     report.skip(line, kind, detail)
 
 
+def _readable_lines(path: Path, report: ReadReport) -> Iterator[tuple[int, str]]:
+    """``_lines`` for one-example-per-line readers: an unreadable line is counted and skipped in ``report``."""
+    for number, line in _lines(path):
+        if isinstance(line, Unreadable):
+            _skip_line(report, number, line.reason, line.detail)
+        else:
+            yield number, line
+
+
 def _finish(report: ReadReport, rows: list[Utterance], tags: list[str], line: int, words: list[str],
             intent: str, lang: str, orphan_policy: str, text_en: str | None = None) -> None:
     """Validate one example, apply repairs, append it to rows or record why it was skipped."""
@@ -212,10 +221,7 @@ def read_mtod_tsv(path: Path, lang: str, label_space: str = "xsid",
         raise ValueError(f"label_space must be 'xsid' or 'mtod', not {label_space!r}")
     report = ReadReport(str(path))
     rows: list[Utterance] = []
-    for number, line in _lines(Path(path)):
-        if isinstance(line, Unreadable):
-            _skip_line(report, number, line.reason, line.detail)
-            continue
+    for number, line in _readable_lines(Path(path), report):
         cols = line.split("\t")
         if len(cols) != 5:
             _skip_line(report, number, "malformed line", f"{len(cols)} columns, expected 5")
@@ -259,10 +265,7 @@ def read_massive_jsonl(path: Path, lang: str | None = None,
     """
     report = ReadReport(str(path))
     rows: list[Utterance] = []
-    for number, line in _lines(Path(path)):
-        if isinstance(line, Unreadable):
-            _skip_line(report, number, line.reason, line.detail)
-            continue
+    for number, line in _readable_lines(Path(path), report):
         if not line.strip():
             continue
         try:
