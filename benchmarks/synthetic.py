@@ -52,8 +52,8 @@ PAIRED = ("xeroalign", "filter", "filter_self_teaching")
 # while (the tally per run: docs/benchmarks/synthetic.md)
 K1 = ("filter_k1", "filter_self_teaching_k1")
 # FILTER at 1000 steps (twice the paired methods' 500): some k = 5 runs on PAWS-X spend 125-250 steps at chance
-# before learning; does a longer budget close the gap the plateau cost? (PAWS-X, same order.) Seeds 1-2: yes, 91.9 /
-# 91.6 % of the gap against 50.6 / 74.0 % at 500 steps, English dev 79.65 / 79.5 % at the first evaluation (step 250)
+# before learning; does a longer budget close the gap the plateau cost? (PAWS-X, same order.) Seeds 1-3: yes, 91.9 /
+# 91.6 / 79.4 % of the gap against 50.6 / 74.0 / 55.4 % at 500 steps (seed 3 still at chance at step 250)
 LONG = ("filter_1000",)
 # XeroAlign with its alignment term weighted 30x: the paper's mean-squared distance (weight 1) is ~0.01 against a task
 # loss of 0.3-0.7 on PAWS-X, where XeroAlign closes 17-45 % of the gap on six runs; does a term of the task loss's size
