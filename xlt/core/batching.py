@@ -61,20 +61,15 @@ def collate(task, items: list[Encoded], pad_id: int) -> dict[str, Any]:
 def collate_side(task, items: list[Encoded], pad_id: int) -> dict[str, Any]:
     T = max(len(e.input_ids) for e in items)
     W = max(len(e.word_positions) for e in items)
-    B = len(items)
-    input_ids = torch.full((B, T), pad_id, dtype=torch.long)
-    attention = torch.zeros((B, T), dtype=torch.long)
-    positions = torch.zeros((B, W), dtype=torch.long)
-    word_mask = torch.zeros((B, W), dtype=torch.bool)
-    for b, e in enumerate(items):
-        n = len(e.input_ids)
-        input_ids[b, :n] = torch.tensor(e.input_ids)
-        attention[b, :n] = 1
-        positions[b, :len(e.word_positions)] = torch.tensor(e.word_positions, dtype=torch.long)
-        word_mask[b, :len(e.word_positions)] = True
+    # padded Python lists, then one tensor per field: a tensor per item and field cost ~50 us an item (27 ms for a
+    # batch of 512 on a CPU core, a third of a GPU step at that batch)
+    input_ids, attention = pad_ids([e.input_ids for e in items], pad_id)
     batch: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention}
     if W:
-        batch["word_positions"], batch["word_mask"] = positions, word_mask
+        batch["word_positions"] = torch.tensor([e.word_positions + [0] * (W - len(e.word_positions)) for e in items],
+                                               dtype=torch.long)
+        batch["word_mask"] = torch.tensor([[True] * len(e.word_positions) + [False] * (W - len(e.word_positions))
+                                           for e in items], dtype=torch.bool)
     batch.update(task.collate_labels(items, T))
     return batch
 
@@ -128,9 +123,6 @@ def item_sentences(e: Encoded) -> int:
 def pad_ids(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Id sequences -> (B, T) ids padded with ``pad`` and the (B, T) attention mask (1 = real token)."""
     T = max(map(len, seqs))
-    ids = torch.full((len(seqs), T), pad, dtype=torch.long)
-    mask = torch.zeros((len(seqs), T), dtype=torch.long)
-    for b, s in enumerate(seqs):
-        ids[b, :len(s)] = torch.tensor(s, dtype=torch.long)
-        mask[b, :len(s)] = 1
+    ids = torch.tensor([list(s) + [pad] * (T - len(s)) for s in seqs], dtype=torch.long)
+    mask = torch.tensor([[1] * len(s) + [0] * (T - len(s)) for s in seqs], dtype=torch.long)
     return ids, mask

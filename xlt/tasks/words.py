@@ -23,19 +23,23 @@ def encode_words(tokenizer, words: list[str], origin: str) -> tuple[list[int], l
 
 def word_label_tensor(items: list[Encoded], key: str, seq_len: int) -> torch.Tensor:
     """(B, T) label ids at each word's label-carrying sub-token, IGNORE elsewhere."""
-    out = torch.full((len(items), seq_len), IGNORE, dtype=torch.long)
-    for b, e in enumerate(items):
-        if e.word_positions:
-            out[b, torch.tensor(e.word_positions, dtype=torch.long)] = torch.tensor(e.labels[key], dtype=torch.long)
-    return out
+    rows = []
+    for e in items:
+        row = [IGNORE] * seq_len
+        for pos, label in zip(e.word_positions, e.labels[key], strict=True):
+            row[pos] = label
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.long).view(len(items), seq_len)  # (0, T) when there are no items
 
 
 def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """logits (N, C), labels (N,) with IGNORE -> mean cross-entropy over labelled rows; 0 (not NaN) when no row is
     labelled (a translated side whose labels were all lost), so such a batch teaches nothing instead of NaN."""
-    if not bool((labels != IGNORE).any()):
-        return logits.sum() * 0.0
-    return torch.nn.functional.cross_entropy(logits, labels, ignore_index=IGNORE)
+    # the summed loss over the count of labelled rows: the same bits as reduction="mean" (forward and gradient,
+    # checked by tests/test_batching.py), without asking the device whether any row is labelled -- that question
+    # made the host wait for a GPU at every step
+    labelled = (labels != IGNORE).sum().clamp(min=1)
+    return torch.nn.functional.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum") / labelled
 
 
 def token_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
