@@ -1,8 +1,10 @@
 """Where a training step's time goes, on whatever device this machine has (issue 50's GPU gap, issue 49's TALL
 scale step): torch.profiler over a few fine-tuning steps (xsid-zero-shot), and wall-clock timers (synchronised) around
-the parts of a TALL back-translation step (greedy decoding, turning its output into encoder input, the rest).
+the parts of a TALL back-translation step (greedy decoding, turning its output into encoder input, the rest), and
+the host's collation of fine-tuning batches alone (xSID en, length-bucketed as in training).
 
     python benchmarks/profile_steps.py --data-dir DATA [--batch-size 512] [--precision bf16] [--tall-batch 320]
+    python benchmarks/profile_steps.py --data-dir DATA --only collate --batch-size 32
 
 Prints tables; writes nothing else.
 """
@@ -53,6 +55,29 @@ def profile_finetune(data_dir: str, batch: int, precision: str, steps: int) -> N
     print(prof.key_averages().table(sort_by=key, row_limit=15, max_name_column_width=50))
 
 
+def time_collation(data_dir: str, batch: int, batches: int = 40) -> None:
+    """Milliseconds the host spends turning encoded items into one batch of tensors (no model, no device)."""
+    from xlt import zoo
+    from xlt.config import find_config, load_config
+    from xlt.core.batching import collate, length_bucketed_batches
+    from xlt.core.vocab import prepare_tokenizer
+    from xlt.pipeline import make_run, pad_id, prepare_data
+
+    with tempfile.TemporaryDirectory() as out:
+        cfg = load_config(find_config("xsid-zero-shot"), [f"data.data_dir={data_dir}", f"output_dir={out}"])
+        ctx, method = make_run(cfg)
+        ctx.tokenizer = prepare_tokenizer(zoo.load_tokenizer(zoo.resolve(cfg.model.name)))
+        data = prepare_data(ctx, method)
+    pad = pad_id(ctx.tokenizer, data.trim)
+    order = length_bucketed_batches([len(e.input_ids) for e in data.train], batch, cfg.train.bucket_size, 1, 0)
+    order = order[:batches]
+    t0 = time.perf_counter()
+    for indices in order:
+        collate(ctx.task, [data.train[i] for i in indices], pad)
+    ms = (time.perf_counter() - t0) / len(order) * 1000
+    print(f"collation at batch {batch}: {ms:.2f} ms a batch ({len(order)} batches, {ms / batch * 1000:.1f} us an item)")
+
+
 def profile_tall(data_dir: str, batch: int, precision: str, steps: int) -> None:
     from xlt.config import find_config, load_stage_config
     from xlt.losses import seq2seq
@@ -83,8 +108,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--tall-batch", type=int, default=320)
     ap.add_argument("--tall-steps", type=int, default=6)
-    ap.add_argument("--only", choices=["finetune", "tall"])
+    ap.add_argument("--only", choices=["finetune", "tall", "collate"])
     args = ap.parse_args()
+    if args.only == "collate":
+        time_collation(args.data_dir, args.batch_size)
+        return
     if args.only != "tall":
         profile_finetune(args.data_dir, args.batch_size, args.precision, args.steps)
     if args.only != "finetune":
