@@ -3,6 +3,7 @@ that replaced reduction="mean" (it must give the same bits, forward and gradient
 import pytest
 import torch
 
+from tests.host_syncs import HostSyncs
 from xlt.core.batching import IGNORE, Encoded, collate, pad_ids
 from xlt.tasks import TASKS
 from xlt.tasks.words import cross_entropy, word_label_tensor
@@ -64,3 +65,17 @@ def test_cross_entropy_without_labelled_rows_is_zero_with_zero_gradient():
     loss = cross_entropy(logits, torch.full((4,), IGNORE))
     loss.backward()
     assert loss.item() == 0.0 and torch.equal(logits.grad, torch.zeros(4, 3))
+
+
+def test_host_sync_detector_sees_each_kind_of_read_and_the_loss_makes_none():
+    x = torch.tensor([1, 2, 3])
+    with HostSyncs() as syncs:
+        x.tolist()
+        bool(x.any())
+        x[x > 1]
+        x.sum().item()
+    assert sum(syncs.sites.values()) == 4 and all(site.startswith(__file__) for site in syncs.sites)
+    logits, labels = torch.randn(6, 4, requires_grad=True), torch.tensor([0, IGNORE, 2, 3, IGNORE, 1])
+    with HostSyncs() as syncs:
+        cross_entropy(logits, labels).backward()
+    assert not syncs.sites
