@@ -26,8 +26,9 @@ def word_label_tensor(items: list[Encoded], key: str, seq_len: int) -> torch.Ten
     rows = []
     for e in items:
         row = [IGNORE] * seq_len
-        for pos, label in zip(e.word_positions, e.labels[key], strict=True):
-            row[pos] = label
+        if e.word_positions:  # an item without words carries no word labels (as before: not checked)
+            for pos, label in zip(e.word_positions, e.labels[key], strict=True):
+                row[pos] = label
         rows.append(row)
     return torch.tensor(rows, dtype=torch.long).view(len(items), seq_len)  # (0, T) when there are no items
 
