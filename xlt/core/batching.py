@@ -66,10 +66,8 @@ def collate_side(task, items: list[Encoded], pad_id: int) -> dict[str, Any]:
     input_ids, attention = pad_ids([e.input_ids for e in items], pad_id)
     batch: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention}
     if W:
-        batch["word_positions"] = torch.tensor([e.word_positions + [0] * (W - len(e.word_positions)) for e in items],
-                                               dtype=torch.long)
-        batch["word_mask"] = torch.tensor([[True] * len(e.word_positions) + [False] * (W - len(e.word_positions))
-                                           for e in items], dtype=torch.bool)
+        positions, word_mask = pad_ids([e.word_positions for e in items], 0)
+        batch["word_positions"], batch["word_mask"] = positions, word_mask.bool()
     batch.update(task.collate_labels(items, T))
     return batch
 
