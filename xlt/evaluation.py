@@ -77,9 +77,13 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
             return {}
         shard = None
     langs = langs or cfg.data.eval_langs
-    per_lang, test_time = {}, {}
+    per_lang, test_time, repairs = {}, {}, {}
     for lang in langs:
+        read_before = len(ctx.report.get("files", []))
         examples = ctx.load_split(lang, split)
+        repaired = {k: v for f in ctx.report["files"][read_before:] for k, v in f["repaired"].items()}
+        if repaired:  # the rules of xlt.data.bio / readers changed the scored data: said in every report
+            repairs[lang] = repaired
         split_before = run.split_inputs
         preds = method.predict(run, examples, lang, test_time.setdefault(lang, {}), shard)
         per_lang[lang] = task.score(examples, preds)
@@ -105,6 +109,8 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
         "train_examples": data_report.get("train_used"), "train_summary": train_summary,
         "per_language": per_lang, **summary,
     }
+    if repairs:
+        results["data_repairs"] = repairs
     keys = alignment_keys(data_report)
     if keys:  # eflomal samples: these keys name the cached alignments the training data was labelled with
         results["alignment_cache_keys"] = keys

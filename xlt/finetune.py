@@ -18,46 +18,19 @@ from xlt import zoo
 from xlt.config import RunConfig, save_config
 from xlt.core import checkpoint
 from xlt.core.batching import collate, item_sentences, item_tokens, length_bucketed_batches, to_device
+from xlt.core.run_folder import check_run_dir, replacing
 from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, make_accelerator, run_loop
 from xlt.core.vocab import prepare_tokenizer
-from xlt.errors import XltError
 from xlt.pipeline import build_model, make_run, pad_id, prepare_data, save_run_meta
 from xlt.predict import predict
-
-
-def check_run_dir(run_dir: Path, resume: bool, overwrite: bool = False, main: bool = True) -> bool:
-    """Whether the run continues from ``RUN_DIR/last``.  ``overwrite`` deletes an existing run folder first; a
-    ``resume`` of a run that died before its first checkpoint (no ``last``, never finished) starts it afresh.
-    ``main``: this is the main process (the only one that deletes or speaks)."""
-    if overwrite and resume:
-        raise XltError("--resume and --overwrite contradict each other: pass one")
-    if overwrite and run_dir.exists():
-        if not (run_dir / "config.yaml").exists() and any(run_dir.iterdir()):
-            raise XltError(f"{run_dir} holds files but no run (no config.yaml): not deleting it; choose another "
-                           "name (name=...) / output_dir")
-        if main:
-            shutil.rmtree(run_dir)
-            print(f"--overwrite: deleted the run folder {run_dir}")
-        return False
-    if run_dir.exists() and any(run_dir.iterdir()) and not resume:
-        raise XltError(f"{run_dir} already holds a run: pass --resume to continue it (a run that died before its "
-                       "first checkpoint starts afresh), --overwrite to delete it and start over, or choose another "
-                       "name (name=...) / output_dir")
-    if not resume or (run_dir / "last").exists():
-        return resume
-    if (run_dir / "train_summary.json").exists() or (run_dir / "best").exists():
-        raise XltError(f"{run_dir / 'last'}: nothing to resume (the run {'finished' if (run_dir / 'train_summary.json').exists() else 'has a best checkpoint but no resumable one'}); "
-                       "pass --overwrite to train it again, or choose another name (name=...)")
-    if main:
-        print(f"--resume: {run_dir} has no checkpoint yet (the run stopped before its first one): starting it afresh")
-    return False
 
 
 def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None, overwrite: bool = False) -> Path:
     """Train (or resume) the run described by ``cfg``; returns the run directory.
 
     ``stop_after``: leave the loop after this many optimizer steps as if interrupted (used by tests);
-    ``overwrite``: delete an existing run folder of that name first."""
+    ``overwrite``: replace an existing run folder of that name, once everything is checked (``xlt.core.run_folder``:
+    the old run is kept until this one finishes training)."""
     run_dir = cfg.run_dir
     accelerator = make_accelerator(cfg.train.mixed_precision)
     resume = check_run_dir(run_dir, resume, overwrite, accelerator.is_main_process)
@@ -72,12 +45,21 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None, o
         model.compile(dynamic=True)  # in place: state_dict keys (checkpoints) stay as they are
     pad = pad_id(tokenizer, data.trim)
     method.before_training(data, pad)
-    if accelerator.is_main_process:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        save_config(cfg, run_dir / "config.yaml")
-        save_run_meta(run_dir, data.labels, data.trim, dict(data.report, threads=threads))
-    accelerator.wait_for_everyone()
+    with replacing(run_dir, overwrite, accelerator.is_main_process) as replacement:
+        if accelerator.is_main_process:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            save_config(cfg, run_dir / "config.yaml")
+            save_run_meta(run_dir, data.labels, data.trim, dict(data.report, threads=threads))
+        accelerator.wait_for_everyone()
+        replacement.finished = _train_loop(cfg, ctx, method, data, model, pad, accelerator, resume, stop_after)
+    return run_dir
 
+
+def _train_loop(cfg: RunConfig, ctx, method, data, model, pad: int, accelerator, resume: bool,
+                stop_after: int | None) -> bool:
+    """Evaluation on the source dev set, checkpoints, the shared loop and the final choice of ``best/``; whether
+    training finished (not stopped by ``stop_after``)."""
+    run_dir = cfg.run_dir
     task, source = ctx.task, cfg.data.source_lang
     lengths = [len(e.input_ids) for e in data.train]
 
@@ -116,7 +98,7 @@ def train(cfg: RunConfig, resume: bool = False, stop_after: int | None = None, o
         summary |= select_final(cfg, model, run_dir, summary)
         (run_dir / "train_summary.json").write_text(json.dumps(summary, indent=1))
     accelerator.wait_for_everyone()
-    return run_dir
+    return summary is not None
 
 
 def kept_checkpoints(run_dir: Path) -> list[Path]:

@@ -20,6 +20,10 @@ def markdown_table(results: dict, metrics: tuple[str, ...]) -> str:
     for key, label in (("target_avg", "target avg"), ("transfer_gap", "transfer gap (src - tgt)")):
         if key in results:
             lines.append(f"| {label} | " + " | ".join(f"{100 * results[key][k]:.1f}" for k in metrics) + " | |")
+    if results.get("data_repairs"):  # the scored data was repaired (orphan I- tags, empty tokens): never silent
+        lines += ["", "Repaired before scoring (xlt's stated rules): " + "; ".join(
+            f"{lang}: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+            for lang, kinds in results["data_repairs"].items())]
     return "\n".join(lines) + "\n"
 
 

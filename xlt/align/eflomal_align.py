@@ -3,22 +3,23 @@ GPL-3.0; xlt, Apache-2.0, talks to it as a separate program), symmetrized with g
 
 eflomal is fit on the sentence pairs to align plus any extra parallel text (more data = better alignments); the
 extra pairs are only used for fitting.  It samples, seeded from /dev/urandom (it has no seed option), so two fits
-of the same pairs differ slightly.  A run is made reproducible by ``cache``: the links of a fit are kept under a
-key hashed from everything that goes into it (the pairs, the extra text, the settings, the priors, eflomal's
-version), so the same inputs give the same links again; the key is recorded in the run's data report.
+of the same pairs differ slightly (up to 3.3 points of a translate-train run's metrics, ``benchmarks/
+reproducibility.py``): it is the aligner of ``translation.aligner=eflomal``; the default, ``similarity``
+(``xlt.align.similarity``), samples nothing.  ``cache`` keeps the links of a fit under a key hashed from everything
+that goes into it (the pairs, the extra text, the settings, the priors, eflomal's version), so the same inputs on
+the same machine give the same links again; the key is recorded in the run's data report.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from xlt.align.cache import cached_links, parse_links
 from xlt.errors import XltError
 
 Links = set[tuple[int, int]]  # (source word index, target word index)
@@ -63,10 +64,6 @@ def grow_diag_final_and(forward: Links, reverse: Links) -> Links:
     return links
 
 
-def _parse(line: str) -> Links:
-    return {tuple(int(x) for x in pair.split("-")) for pair in line.split()}  # type: ignore[misc]
-
-
 def _write_corpus(d: Path, pairs: list[tuple[list[str], list[str]]], lowercase: bool) -> None:
     """``d/src`` and ``d/tgt``: one sentence per line, as eflomal reads them."""
     norm = (lambda w: w.lower()) if lowercase else (lambda w: w)
@@ -100,23 +97,8 @@ def align(src: list[list[str]], tgt: list[list[str]], extra: list[tuple[list[str
     ``alignment_key`` (read if the key is there, written otherwise); ``record`` gets ``cache_key`` and ``reused``."""
     if len(src) != len(tgt):
         raise ValueError(f"{len(src)} source but {len(tgt)} target sentences")
-    if cache is None:
-        return _fit(src, tgt, extra, lowercase, priors)
-    key = alignment_key(src, tgt, extra, lowercase, priors)
-    path = Path(cache) / f"{key}.json.gz"
-    reused = path.exists()
-    if reused:
-        links = [_parse(line) for line in json.loads(gzip.decompress(path.read_bytes()))["links"]]
-    else:
-        links = _fit(src, tgt, extra, lowercase, priors)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(gzip.compress(json.dumps({"key": key, "pairs": len(src), "links": [
-            " ".join(f"{i}-{j}" for i, j in sorted(x)) for x in links]}).encode()))
-        os.replace(tmp, path)  # whole or not at all
-    if record is not None:
-        record.update(cache_key=key, reused=reused, pairs=len(src))
-    return links
+    return cached_links(alignment_key(src, tgt, extra, lowercase, priors) if cache is not None else "",
+                        lambda: _fit(src, tgt, extra, lowercase, priors), cache, record, len(src))
 
 
 def _fit(src: list[list[str]], tgt: list[list[str]], extra, lowercase: bool, priors: Path | None) -> list[Links]:
@@ -138,7 +120,7 @@ def _fit(src: list[list[str]], tgt: list[list[str]], extra, lowercase: bool, pri
     result: list[Links] = [set() for _ in src]
     for row, k in enumerate(keep):
         if k < len(src):
-            result[k] = grow_diag_final_and(_parse(fwd[row]), _parse(rev[row]))
+            result[k] = grow_diag_final_and(parse_links(fwd[row]), parse_links(rev[row]))
     return result
 
 

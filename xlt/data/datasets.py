@@ -9,6 +9,7 @@ Registered: ``xsid``, ``mtod``, ``massive`` (intent_slot; ``xlt/data/intent_slot
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -80,6 +81,10 @@ def check_skips(report: ReadReport, split: str) -> None:
                         f"evaluation set is never changed silently: fix the file")
     first = report.first_skipped[min(report.skipped)] if report.skipped else ""
     announce_skips(report.path, dict(report.skipped), report.read, f"line {first[len(report.path) + 1:]}", "examples")
+    if split != "train" and report.repaired:  # an evaluation set scored after a repair says so (and results.json)
+        kinds = ", ".join(f"{k}={v}" for k, v in sorted(report.repaired.items()))
+        print(f"xlt: {report.path}: {split} set repaired by xlt's stated rules ({kinds}); first: "
+              f"{next((e for e in report.examples if 'repaired' in e), '')}", file=sys.stderr)
 
 
 def require_file(path: Path, what: str) -> Path:

@@ -136,13 +136,16 @@ def read_xsid_conll(path: Path, lang: str, orphan_policy: str = "to_b") -> tuple
     """xSID valid/test ``.conll``: ``# text``/``# intent``/``# text-en`` comments, ``idx TAB token TAB intent TAB tag``.
 
     Empty tokens (6 zh test sentences) cannot be fed to a tokenizer: an empty token tagged ``O`` is dropped with
-    its tag (counted as a repair); one carrying a slot tag makes the sentence skipped.
+    its tag (counted as a repair); one carrying a slot tag makes the sentence skipped.  A token line missing or out
+    of place is found two ways, and the utterance skipped (an error in a dev/test set): the index column must
+    count 1, 2, 3, ... (as in every file of xSID 0.7), and the tokens must hold every non-space character of
+    ``# text`` (one de-muc test utterance spells a token differently from its text, at the same length: kept).
     """
     report = ReadReport(str(path))
     rows: list[Utterance] = []
     words: list[str] = []
     tags: list[str] = []
-    intent, text_en, text, start, empty_tokens = "", None, "", 0, 0
+    intent, text_en, text, start, empty_tokens, index = "", None, "", 0, 0, 0
     bad: tuple[str, str] | None = None
 
     def end_utterance() -> None:
@@ -153,6 +156,9 @@ def read_xsid_conll(path: Path, lang: str, orphan_policy: str = "to_b") -> tuple
             _skip_line(report, start, *bad)
         elif words and len(got) < len(full) and full.startswith(got):  # a file cut between two token lines
             _skip_line(report, start, "utterance cut short", f"its tokens stop at {got!r} but # text is {text!r}")
+        elif words and len(got) < len(full):  # empty tokens aside, the tokens spell the text
+            _skip_line(report, start, "tokens missing from # text", f"the tokens spell {got!r} but # text is "
+                       f"{text!r}: a token line is missing")
         elif not words and empty_tokens:  # xSID no.valid has one: a documented drop, printed by load_split
             _skip_line(report, start, EMPTY_TOKENS_ONLY, f"{empty_tokens} empty tokens tagged O, no other token")
         else:
@@ -165,7 +171,7 @@ def read_xsid_conll(path: Path, lang: str, orphan_policy: str = "to_b") -> tuple
             continue
         if not line.strip():
             end_utterance()
-            words, tags, intent, text_en, text, start, bad, empty_tokens = [], [], "", None, "", 0, None, 0
+            words, tags, intent, text_en, text, start, bad, empty_tokens, index = [], [], "", None, "", 0, None, 0, 0
             continue
         start = start or number
         if line.startswith("#"):
@@ -180,6 +186,10 @@ def read_xsid_conll(path: Path, lang: str, orphan_policy: str = "to_b") -> tuple
         if len(cols) != 4:
             bad = bad or ("malformed line", f"line {number}: {len(cols)} columns, expected 4")
             continue
+        index += 1
+        if cols[0].strip() != str(index):
+            bad = bad or ("token index out of sequence", f"line {number}: token index {cols[0].strip()!r} where "
+                          f"{index} comes next: a token line is missing or out of place")
         if cols[1].strip() == "":
             if cols[3] == "O":
                 report.repair(number, "empty token (tag O) dropped")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 from xlt.errors import ConfigError
 from xlt.methods import Method
@@ -19,7 +20,7 @@ from xlt.models.encoder_decoder import EncoderDecoderTaskModel
 
 @dataclass
 class TallOptions:
-    other_languages: str = "source"  # "source" or "target": the language token for test languages outside the pair
+    other_languages: Literal["source", "target"] = "source"  # "source" or "target": the language token for test languages outside the pair
 
 
 class Tall(Method):
@@ -43,9 +44,6 @@ class Tall(Method):
         if self.cfg.data.source_lang not in meta["languages"]:
             raise ConfigError(f"data.source_lang {self.cfg.data.source_lang!r} is not a language of the TALL "
                               f"decoder ({meta['languages']})")
-        if self.options.other_languages not in ("source", "target"):
-            raise ConfigError(f"options.other_languages must be 'source' or 'target', not "
-                              f"{self.options.other_languages!r}")
 
     def language_index(self, lang: str, languages: list[str]) -> int:
         """The decoder's index of the language token for inputs in ``lang``."""

@@ -15,10 +15,10 @@ trivial minimum allows, and the model answered one class for every pair; docs/be
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
-from xlt.errors import ConfigError
 from xlt.losses.alignment import SentenceAlignmentLoss
 from xlt.methods import Method
 from xlt.models import pool
@@ -28,9 +28,9 @@ from xlt.translate.pairs import training_pairs
 @dataclass
 class XeroAlignOptions:
     weight: float = 1.0
-    distance: str = "mse"  # mse | cosine
-    reduction: str = "mean"  # mean | sum over the hidden dimensions
-    pooling: str = ""  # "" = the task head's pooling; cls | mean
+    distance: Literal["mse", "cosine"] = "mse"
+    reduction: Literal["mean", "sum"] = "mean"  # over the hidden dimensions
+    pooling: Literal["", "cls", "mean"] = ""  # "" = the task head's pooling
 
 
 class XeroAlign(Method):
@@ -42,8 +42,6 @@ class XeroAlign(Method):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.alignment = SentenceAlignmentLoss(self.options.distance, self.options.reduction)
-        if self.options.pooling not in ("", "cls", "mean"):
-            raise ConfigError(f"options.pooling must be '', cls or mean, not {self.options.pooling!r}")
 
     def train_examples(self) -> list:
         return training_pairs(self.cfg, self.task, super().train_examples(), self.cfg.translation.languages,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from fastapi import FastAPI, Request as HttpRequest
 from fastapi.exceptions import RequestValidationError
@@ -27,17 +27,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from xlt.serve.limits import Limits
 from xlt.serve.predictor import Predictor, Request
 from xlt.serve.words import InputError
-
-
-@dataclass
-class Limits:
-    max_texts: int = 64
-    max_chars: int = 2000
-    max_body_bytes: int = 262_144
-    max_batch: int = 64
-    max_wait_ms: float = 5.0
 
 
 class PredictBody(BaseModel):
@@ -102,6 +94,49 @@ def _error(status: int, message: str, **extra) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message, **extra})
 
 
+class BodyLimit:
+    """ASGI middleware: a request body is counted as its chunks arrive, and one over ``max_bytes`` (declared by its
+    Content-Length, or streamed without one) is answered 413 at once, without reading the rest (the connection is
+    closed).  A body within the limit is handed on whole, so the server never holds more than ``max_bytes`` of it."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._refuse(scope, receive, send, f"request body is {int(declared)} bytes")
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return await self._refuse(scope, receive, send, f"request body is over {self.max_bytes} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body, delivered = b"".join(chunks), False
+
+        async def replay():
+            nonlocal delivered
+            if delivered:
+                return await receive()
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return await self.app(scope, replay, send)
+
+    async def _refuse(self, scope, receive, send, what: str) -> None:
+        response = _error(413, f"{what}; the limit is {self.max_bytes}", limit="max_body_bytes", max=self.max_bytes)
+        response.headers["connection"] = "close"  # the rest of the body is not read
+        await response(scope, receive, send)
+
+
 def create_app(predictor: Predictor, limits: Limits | None = None) -> FastAPI:
     limits = limits or Limits()
     batcher = MicroBatcher(predictor, limits)
@@ -115,18 +150,7 @@ def create_app(predictor: Predictor, limits: Limits | None = None) -> FastAPI:
     app = FastAPI(title="xlt", description=f"{predictor.info.get('task')} model {predictor.info.get('model')} "
                   f"({predictor.backend})", lifespan=lifespan)
 
-    @app.middleware("http")
-    async def body_limit(request: HttpRequest, call_next):
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-            return _error(413, f"request body is {declared} bytes; the limit is {limits.max_body_bytes}",
-                          limit="max_body_bytes", max=limits.max_body_bytes)
-        if request.method == "POST":
-            body = await request.body()  # chunked bodies have no content-length: measure what came
-            if len(body) > limits.max_body_bytes:
-                return _error(413, f"request body is over {limits.max_body_bytes} bytes", limit="max_body_bytes",
-                              max=limits.max_body_bytes)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: HttpRequest, err: RequestValidationError):

@@ -132,19 +132,15 @@ def set_trainable(model: nn.Module, patterns: list[str]) -> dict:
 
 def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = None, overwrite: bool = False) -> Path:
     """Run (or resume) every phase of a stage; returns the exported encoder folder ``RUN_DIR/model``.
-    ``stop_after=(phase index, steps)``: leave as if interrupted there (tests); ``overwrite``: delete an existing
-    stage folder of that name first."""
+    ``stop_after=(phase index, steps)``: leave as if interrupted there (tests); ``overwrite``: replace an existing
+    stage folder of that name (kept aside until this one is exported: ``xlt.core.run_folder``)."""
     from accelerate import DistributedDataParallelKwargs
     from accelerate.utils import set_seed
 
     from xlt import zoo
-    from xlt.config import save_config
-    from xlt.core import checkpoint
-    from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, make_accelerator, run_loop
-    from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids
-    from xlt.data.corpora import load_corpus
+    from xlt.core.loop import configure_threads, make_accelerator
+    from xlt.core.run_folder import check_run_dir, replacing
     from xlt.models.families import check_supported
-    from xlt.finetune import check_run_dir
 
     run_dir = cfg.run_dir
     _check_start_from(cfg)  # config errors before any data is read
@@ -160,6 +156,23 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
     configure_threads(cfg.threads, accelerator.num_processes)
     set_seed(cfg.seed)
     stage_class = get_stage(cfg.stage)
+    with replacing(run_dir, overwrite, accelerator.is_main_process) as replacement:
+        out = _run_phases(cfg, stage_class, accelerator, resume, stop_after)
+        replacement.finished = (out / "config.json").exists()
+    return out
+
+
+def _run_phases(cfg, stage_class, accelerator, resume: bool, stop_after: tuple[int, int] | None) -> Path:
+    """Everything a stage writes: its config, base, phases (each resumable) and the exported encoder folder
+    (``RUN_DIR/model``, which does not exist when ``stop_after`` left a phase early)."""
+    from xlt import zoo
+    from xlt.config import save_config
+    from xlt.core import checkpoint
+    from xlt.core.loop import LoopHooks, LoopSettings, run_loop
+    from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids
+    from xlt.data.corpora import load_corpus
+
+    run_dir = cfg.run_dir
     if accelerator.is_main_process:
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(cfg, run_dir / "config.yaml")
@@ -180,7 +193,7 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
     stage = stage_class(cfg, tokenizer, corpus, trim)
     encoder = stage.wrap_encoder(encoder)
     objective_modules = stage.objectives(encoder)
-    unknown = objectives_used - set(objective_modules)
+    unknown = {o for p in cfg.phases for o in p.objectives} - set(objective_modules)
     if unknown:
         from xlt.errors import ConfigError
         raise ConfigError(f"phases[].objectives: stage {cfg.stage} has no objective {sorted(unknown)} (it has "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import torch
 from safetensors.torch import save_file
@@ -42,7 +43,7 @@ class TallOptions:
     decoder_ffn: int = positive(1536)
     # "random": all new; "encoder": self-attention and feed-forward layers from the encoder's first layers (XLM's
     # recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
-    decoder_init: str = "random"
+    decoder_init: Literal["random", "encoder"] = "random"
     decoder_norm_first: bool = False  # pre-LN decoder layers (see DecoderSettings.norm_first)
     decoder_dropout: float = ranged(0.1, 0, below=1)
     max_decode_length: int = positive(64)  # generated tokens at most (back-translation and evaluation)
@@ -76,8 +77,6 @@ class Tall(Stage):
         o = self.options
         if len(o.languages) != 2 or len(set(o.languages)) != 2:
             raise ConfigError(f"options.languages: TALL needs a pair of two languages, got {o.languages}")
-        if o.decoder_init not in ("random", "encoder"):
-            raise ConfigError(f"options.decoder_init must be 'encoder' or 'random', not {o.decoder_init!r}")
         missing = [lang for lang in o.languages if lang not in corpus.train_langs]
         if missing or "" in corpus.train_langs:
             raise ConfigError(f"corpus.langs must name the files of each language of the pair {o.languages} (and "

@@ -1,5 +1,5 @@
 """Examples across a translation, for any task: translate the text fields of examples (through the cache), align
-each with its translation (eflomal, when the task's labels need word alignment) and transfer the labels
+each with its translation (``translation.aligner``, when the task's labels need word alignment) and transfer the labels
 (``Task.transfer_labels``: span projection for slots / NER, one-to-one links for POS, a copy for pair labels).
 Translated training sets for translate-train and multi-language fine-tuning are built here, or read where the data
 ships one (xSID ``da.mt``).  Every count goes to the run's data report."""
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from xlt.align.eflomal_align import align
 from xlt.align.project import ProjectionStats
+from xlt.align.similarity import align_by_similarity
 from xlt.config import RunConfig
 from xlt.data.bio import orphan_positions
 from xlt.data.datasets import load_split
@@ -69,9 +70,15 @@ def align_examples(cfg: RunConfig, task, sources: list, targets: list, lang: str
         if record is not None:
             record.update({"aligner": "exact (synthetic translator)"})
         return [translator.links(task.words(s), task.words(t), src, tgt) for s, t in zip(sources, targets)]
+    src, tgt = [task.words(s) for s in sources], [task.words(t) for t in targets]
+    t = cfg.translation
+    if t.aligner == "similarity":  # nothing to fit: the extra parallel text is not needed
+        return align_by_similarity(src, tgt, t.align_model or cfg.model.name, t.align_layer, alignment_cache(cfg),
+                                   record)
     pairs = extra_parallel(cfg, lang, cfg.data.source_lang) + list(extra or [])
-    return align([task.words(s) for s in sources], [task.words(t) for t in targets], pairs,
-                 cache=alignment_cache(cfg), record=record)
+    if record is not None:
+        record["aligner"] = "eflomal (sampled: not reproducible without the cache)"
+    return align(src, tgt, pairs, cache=alignment_cache(cfg), record=record)
 
 
 def transfer_examples(cfg: RunConfig, task, sources: list, translated: list, lang: str, record: dict | None = None
