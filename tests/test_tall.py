@@ -281,3 +281,34 @@ def test_a_tall_run_translates_for_translate_test_from_the_cli(pair_corpus, tmp_
     got = json.loads((run_dir / "results-tall.json").read_text())
     assert json.dumps(got["test_time"]["ja"]).count('"backend": "tall:') == 1
     assert 0.0 <= got["per_language"]["ja"]["intent_acc"] <= 1.0
+
+
+def test_tall_nlu_reads_each_token_from_the_state_before_it(xlt_home):
+    """TALL section 2 / BART's read-out: the state a word head reads at position t has read the language token and
+    the tokens before t, never token t itself; sentence pooling covers every decoder state but the last."""
+    from types import SimpleNamespace
+
+    from xlt.models.encoder_decoder import decoder_states
+
+    encoder, _, _ = zoo.load_encoder("tiny-random")
+    hidden = encoder.config.hidden_size
+    decoder = TiedDecoder(hidden, encoder.config.vocab_size, DecoderSettings(layers=1, heads=2, ffn=64,
+                                                                     languages=["en", "de"])).eval()
+    memory = torch.randn(1, 5, hidden)
+
+    class FixedMemory(torch.nn.Module):  # the same encoder states for both inputs: only the decoder's input differs
+        def get_input_embeddings(self):
+            return encoder.get_input_embeddings()
+
+        def forward(self, input_ids, attention_mask):
+            return SimpleNamespace(last_hidden_state=memory)
+
+    ids, mask, lang = torch.tensor([[0, 10, 11, 12, 2]]), torch.ones(1, 5, dtype=torch.long), torch.tensor([1])
+    other = ids.clone()
+    other[0, 2] = 13
+    with torch.no_grad():
+        _, a, pool = decoder_states(FixedMemory(), decoder, ids, mask, lang)
+        _, b, _ = decoder_states(FixedMemory(), decoder, other, mask, lang)
+    assert torch.allclose(a[0, :3], b[0, :3]), "the state read for token 2 has read token 2"
+    assert not torch.allclose(a[0, 3], b[0, 3])  # the next token's state has read it
+    assert pool.tolist() == [[0, 1, 1, 1, 1]]  # states 0..3 of 0..4: all but the last (the one that read </s>)

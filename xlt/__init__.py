@@ -10,6 +10,10 @@ _ERRORS = ("XltError", "ConfigError", "DataError")
 __all__ = [*_API, *_ERRORS]
 
 
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
+
 def __getattr__(name: str):
     if name in _API:
         from xlt import api

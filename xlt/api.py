@@ -47,12 +47,24 @@ class Run:
 
 
 def _overrides(overrides: Overrides, data_dir: str | os.PathLike | None, key: str) -> list[str]:
+    """``overrides`` as the CLI's ``key=value`` strings; a wrong shape is a ``ConfigError`` saying what it got."""
+    from xlt.errors import ConfigError
+
+    shape = "overrides: give a dict {\"train.lr\": 1e-4, ...} or a list of \"key=value\" strings"
     if overrides is None:
         items: list[str] = []
     elif isinstance(overrides, Mapping):  # JSON is YAML: every value round-trips through the CLI's parser
+        bad = [k for k in overrides if not isinstance(k, str)]
+        if bad:
+            raise ConfigError(f"{shape}; key {bad[0]!r} is not a str")
         items = [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in overrides.items()]
+    elif isinstance(overrides, (str, bytes)):
+        raise ConfigError(f"{shape}, not one {type(overrides).__name__} ({overrides!r:.60}): wrap it in a list")
     else:
         items = list(overrides)
+        bad = [x for x in items if not isinstance(x, str)]
+        if bad:
+            raise ConfigError(f"{shape}; {bad[0]!r} is not a str")
     return ([f"{key}={os.fspath(data_dir)}"] if data_dir is not None else []) + items
 
 
@@ -93,11 +105,12 @@ def pretrain(config: str | os.PathLike, data_dir: str | os.PathLike | None = Non
 
 
 def export(run: Run | str | os.PathLike, out: str | os.PathLike, int8: bool = False,
-           parity_examples: int = 2000) -> dict:
-    """``xlt export``: a self-contained ONNX folder (+ int8 graph); returns the parity report."""
+           parity_examples: int = 2000, data_dir: str | os.PathLike | None = None) -> dict:
+    """``xlt export``: a self-contained ONNX folder (+ int8 graph); returns the parity report (``{"skipped":
+    reason}`` when the run's dev set cannot be read: pass ``data_dir``)."""
     from xlt.serve.export import export_run
 
-    return export_run(Path(os.fspath(run)), Path(os.fspath(out)), int8, parity_examples)
+    return export_run(Path(os.fspath(run)), Path(os.fspath(out)), int8, parity_examples, data_dir)
 
 
 class Model:
@@ -111,17 +124,27 @@ class Model:
         """Whether inputs are sentence pairs (give each as a (first, second) tuple or 'first ||| second')."""
         return bool(self.predictor.pair)
 
-    def predict(self, texts: Iterable[str | Sequence[str]], lang: str | None = None) -> list[dict]:
-        """texts: raw strings in any language (pairs: tuples or 'a ||| b'); ``lang``: their language when the
-        method needs it (translate-test, FILTER, TALL).  A text the model cannot take raises ``DataError``
-        naming it ("text 2: ...")."""
-        from xlt.errors import DataError
-        from xlt.serve.predictor import Request
+    def predict(self, texts: str | Iterable[str | Sequence[str]], lang: str | None = None) -> list[dict]:
+        """One answer per text (a dict, as ``xlt predict`` prints it), in order.
 
-        requests = [Request.of(t, lang, self.predictor.pair) for t in texts]
-        for i, request in enumerate(requests):
+        texts: raw strings in any language (pairs: (first, second) tuples or 'first ||| second'); a single str is
+        one text (one answer in the list).  ``lang``: their language code when the method needs it (translate-test,
+        FILTER, TALL).  An input that is not a text, or that the model cannot take, raises ``xlt.DataError`` naming
+        it ("text 2: ..."); a bad ``lang`` too."""
+        from xlt.errors import DataError
+        from xlt.serve.predictor import Request, check_lang
+
+        check_lang(lang)
+        if isinstance(texts, (str, bytes)):
+            texts = [texts]
+        elif not isinstance(texts, Iterable):
+            raise DataError(f"texts: expected a list of texts, got {type(texts).__name__}")
+        texts = list(texts)
+        requests = []
+        for i, text in enumerate(texts):
             try:
-                self.predictor.prepare(request)
+                requests.append(Request.of(text, lang, self.predictor.pair))
+                self.predictor.prepare(requests[-1])
             except DataError as err:
                 raise type(err)(f"text {i + 1}: {err}") from None
         return self.predictor.predict(requests)

@@ -87,7 +87,7 @@ def cmd_eval(args) -> None:
 
 
 def cmd_predict(args) -> None:
-    from xlt.serve.predictor import Request, load_predictor
+    from xlt.serve.predictor import Request, check_lang, load_predictor
     from xlt.serve.words import InputError
 
     if args.input and args.texts:
@@ -96,6 +96,7 @@ def cmd_predict(args) -> None:
         raise XltError("--input FILE needs --output FILE.jsonl (and --output needs --input)")
     if not args.input and not args.texts:
         raise XltError("nothing to predict: give one or more texts, or --input FILE --output FILE.jsonl")
+    check_lang(args.lang)  # before the model loads
     predictor = load_predictor(Path(args.run_dir), args.graph, args.batch_size)
     if args.input:
         from xlt.serve.batch_file import predict_file
@@ -118,7 +119,7 @@ def cmd_predict(args) -> None:
 def cmd_export(args) -> None:
     from xlt.serve.export import export_run
 
-    report = export_run(Path(args.run_dir), Path(args.out), args.int8, args.parity_examples)
+    report = export_run(Path(args.run_dir), Path(args.out), args.int8, args.parity_examples, args.data_dir)
     print(json.dumps(report, indent=1))
     print(f"export folder: {args.out} (runs with onnxruntime + tokenizers: xlt serve {args.out})")
 
@@ -237,14 +238,16 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. train.lr=1e-4 data.dataset=xnli")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from RUN_DIR/last (a run "
                    "that stopped before its first checkpoint starts afresh)")
-    p.add_argument("--overwrite", action="store_true", help="delete an existing run folder of that name first")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing run folder of that name (kept aside as "
+                   "OUTPUT_DIR/.NAME.replaced until the new run finishes training; put back if it fails first)")
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("pretrain", help="run a pre-training stage (continued MLM, ...): writes an encoder folder "
                        "that fine-tuning takes as model.name=RUN_DIR/model", epilog=catalog, formatter_class=fmt)
     p.add_argument("config")
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. phases.0.steps=100")
     p.add_argument("--resume", action="store_true", help="continue an interrupted stage")
-    p.add_argument("--overwrite", action="store_true", help="delete an existing stage folder of that name first")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing stage folder of that name (kept aside "
+                   "until the new stage is exported)")
     p.set_defaults(func=cmd_pretrain)
     p = sub.add_parser("eval", help="evaluate a run's best checkpoint per language")
     p.add_argument("run_dir")
@@ -272,7 +275,10 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--int8", action="store_true", help=f"also write model.int8.onnx, then served by default. "
                    f"{INT8_SCHEME} (parity.json shows the accuracy for your run); without --int8 the export is fp32 "
                    "only")
-    p.add_argument("--parity-examples", type=_number(int, POSITIVE), default=2000, help="dev examples compared (default 2000)")
+    p.add_argument("--parity-examples", type=_number(int, POSITIVE), default=2000,
+                   help="dev examples compared (default 2000)")
+    p.add_argument("--data-dir", help="the data folder the parity check reads the run's dev set from (default: the "
+                   "run's data.data_dir)")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("serve", help="HTTP server: POST /predict, GET /health, GET /info, docs at /docs")
     p.add_argument("path", help="a trained run folder or an `xlt export` folder")

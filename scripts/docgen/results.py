@@ -13,7 +13,7 @@ seed count in brackets where seeds differ), fractions shown as percentages.  ``w
 filters rows (``-`` matches a missing field).  ``avg=seen:de|es;other:fr``: extra columns averaging named language groups.  ``chart=1`` adds a per-language
 bar chart.
 ``rows``: the rows as they are, the columns named (``a.b``: a nested field); ``key=NAME``: the file's
-top-level summary object NAME instead.  Every table says the file, its commit, machine, model,
+top-level summary object NAME instead, or, when NAME is a list, its rows.  Every table says the file, its commit, machine, model,
 selection protocol, seeds and the command that reproduces it.  Nothing here is typed by hand.
 """
 from __future__ import annotations
@@ -32,7 +32,8 @@ MARKER = re.compile(r"<!--\s*xlt:(pivot|rows|headline)\s*(.*?)\s*-->")
 # metrics stored as fractions in [0, 1] (RESULTS_FORMAT.md): shown as percentages
 FRACTIONS = {"accuracy", "f1", "precision", "recall", "intent_acc", "slot_f1", "semantic_acc", "intent_slot_mean",
              "fraction_of_peak", "identical_rate", "retrieval_top1",
-             "gap_closed_intent", "gap_closed_slot", "gap_closed_accuracy"}
+             "gap_closed_intent", "gap_closed_slot", "gap_closed_accuracy", "span_f1",
+             *(f"{m}_{s}" for m in ("intent_acc", "slot_f1", "semantic_acc") for s in ("mean", "std"))}
 # which script writes which results file, and how to run it (the scripts' own usage lines)
 SCRIPTS = {
     "architectures": "python benchmarks/architectures.py",
@@ -251,14 +252,15 @@ def pivot(params: dict[str, str]) -> tuple[str, dict[str, list[float]], list[str
 def rows_table(params: dict[str, str]) -> str:
     name = params["file"]
     data = load(name)
-    if params.get("key"):  # a top-level summary object of the file: one line per entry
-        block = data.get(params["key"])
+    block = data.get(params["key"]) if params.get("key") else None
+    if params.get("key") and not isinstance(block, list):  # a top-level summary object: one line per entry
         if not isinstance(block, dict):
-            raise MarkerError(f"{name}.json has no object {params['key']!r}")
+            raise MarkerError(f"{name}.json has no object or list {params['key']!r}")
         lines = ["| " + params["key"].replace("_", " ") + " | value |", "|---|---|"]
         lines += [f"| {k.replace('_', ' ')} | {v} |" for k, v in block.items()]
         return header(name, data, data["rows"]) + "\n" + "\n".join(lines) + "\n"
-    rows = [r for r in data["rows"] if _matches(r, params.get("where", ""))]
+    # key=NAME naming a list: those rows (a second table of the file) instead of "rows"
+    rows = [r for r in (block if block is not None else data["rows"]) if _matches(r, params.get("where", ""))]
     if not rows:
         raise MarkerError(f"{name}.json: no rows where {params.get('where', '')!r}")
     columns = params["columns"].split(",")

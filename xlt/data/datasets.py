@@ -80,7 +80,7 @@ def check_skips(report: ReadReport, split: str) -> None:
                         f"cannot be read as they are ({', '.join(f'{k}={report.skipped[k]}' for k in fatal)}); an "
                         f"evaluation set is never changed silently: fix the file")
     first = report.first_skipped[min(report.skipped)] if report.skipped else ""
-    announce_skips(report.path, dict(report.skipped), report.read, f"line {first[len(report.path) + 1:]}", "examples")
+    announce_skips(report.path, dict(report.skipped), report.read, first, "examples")
     if split != "train" and report.repaired:  # an evaluation set scored after a repair says so (and results.json)
         kinds = ", ".join(f"{k}={v}" for k, v in sorted(report.repaired.items()))
         print(f"xlt: {report.path}: {split} set repaired by xlt's stated rules ({kinds}); first: "

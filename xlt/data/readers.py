@@ -70,9 +70,9 @@ def text_lines(path: Path) -> tuple[list[str], dict[str, int]]:
 EMPTY_TOKENS_ONLY = "utterance of empty tokens only"
 
 
-def _skip_line(report: ReadReport, line: int, kind: str, detail: str = "") -> None:
+def _skip_line(report: ReadReport, line: int, kind: str, detail: str = "", path: Path | None = None) -> None:
     report.read += 1
-    report.skip(line, kind, detail)
+    report.skip(line, kind, detail, str(path) if path else None)
 
 
 def _readable_lines(path: Path, report: ReadReport) -> Iterator[tuple[int, str]]:
@@ -122,8 +122,8 @@ def read_xsid_train(text_path: Path, label_path: Path, lang: str,
     rows: list[Utterance] = []
     for (number, text), (_, label) in zip(texts, labels):
         if isinstance(text, Unreadable) or isinstance(label, Unreadable):
-            bad = text if isinstance(text, Unreadable) else label
-            _skip_line(report, number, bad.reason, bad.detail)
+            bad, where = (text, text_path) if isinstance(text, Unreadable) else (label, label_path)
+            _skip_line(report, number, bad.reason, bad.detail, where)
             continue
         fields = label.split()  # intent names contain no whitespace: it is the last field either way
         intent, tags = (fields[-1], fields[:-1]) if fields else ("", [])

@@ -87,11 +87,15 @@ class ReadReport:
     max_examples: int = 5
     first_skipped: dict[str, str] = field(default_factory=dict)  # kind -> its first "file:line: skipped (...)"
 
-    def skip(self, line: int, kind: str, detail: str = "") -> None:
+    def skip(self, line: int, kind: str, detail: str = "", path: str | None = None) -> None:
+        """Count a skipped example; ``path``: the file the problem is in, when not ``self.path`` (xSID's train
+        .text beside its .label)."""
         self.skipped[kind] += 1
         text = f"skipped ({kind}){': ' + detail if detail else ''}"
-        self.first_skipped.setdefault(kind, f"{self.path}:{line}: {text}")
-        self._example(line, text)
+        where = f"{path or self.path}:{line}"
+        self.first_skipped.setdefault(kind, f"{where}: {text}")
+        if len(self.examples) < self.max_examples:
+            self.examples.append(f"{where}: {text}")
 
     def repair(self, line: int, kind: str, count: int = 1) -> None:
         self.repaired[kind] += count

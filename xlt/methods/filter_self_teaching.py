@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from xlt.config import positive, ranged
+from xlt.config import path_field, positive, ranged
 from xlt.config import load_config
 from xlt.core.batching import Encoded, collate
 from xlt.errors import ConfigError
@@ -28,7 +28,7 @@ from xlt.methods.filter import Filter, paired_task_loss
 
 @dataclass
 class SelfTeachingOptions:
-    teacher: str = ""  # run directory of a trained ``filter`` run on the same data
+    teacher: str = path_field()  # run directory of a trained ``filter`` run on the same data
     local_layers: int = 1
     fusion_layers: int = 5
     target_weight: float = 0.5  # λ

@@ -1,9 +1,11 @@
 """BART-style NLU over an encoder + ``TiedDecoder`` (TALL, Xia et al. 2021, after Lewis et al. 2020): the encoder
 reads the utterance; the decoder reads the same utterance with its language token in place of ``<s>`` (causal
-self-attention, cross-attention to the encoder); the decoder's states — (B, T, H), aligned with the encoder's
-positions, position 0 being the language token — feed the task's heads.  Sentence-level heads pool over all states
-but the last (``</s>``), as the paper averages "all but the last" decoder states; word-level heads read the states at
-each word's sub-tokens as for a plain encoder.
+self-attention, cross-attention to the encoder), and "the final hidden states of the decoder except the last one"
+feed the task's heads (TALL, section 2).  That is BART's shifted read-out: the token at position t is represented by
+the decoder state that has read the language token and the tokens before t, never the token's own raw,
+language-specific embedding (Lewis et al. 2020, section 3).  So the (B, T, H) states the heads see are the decoder's
+shifted one place right: word-level heads read them at each word's sub-token as for a plain encoder, and
+sentence-level heads pool positions 1..(last), i.e. every decoder state but the last.
 
 ``language`` is the index (in the decoder's language list) of the language the inputs are in: the source language
 while training, the test language when evaluating (set by the ``tall`` method for each language); a batch may
@@ -36,10 +38,13 @@ class EncoderDecoderTaskModel(nn.Module):
 
 def decoder_states(encoder: nn.Module, decoder: TiedDecoder, ids: torch.Tensor, mask: torch.Tensor,
                    lang: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(B, T) ids and mask, (B,) language indices -> encoder states (B, T, H), decoder states (B, T, H) aligned with
-    them (position 0 = the language token) and the (B, T) pooling mask: ``mask`` without each row's ``</s>``."""
+    """(B, T) ids and mask, (B,) language indices -> encoder states (B, T, H), the read-out (B, T, H) aligned with
+    them (position t: the decoder state that has read the language token and ids[1:t]; position 0, which holds no
+    word, repeats the first state) and the (B, T) pooling mask: ``mask`` without position 0, so that pooling covers
+    every decoder state but the last (the one that has read ``</s>``)."""
     memory = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-    hidden = decoder(encoder.get_input_embeddings(), lang, ids[:, 1:], memory, mask, token_mask=mask[:, 1:])
+    states = decoder(encoder.get_input_embeddings(), lang, ids[:, 1:], memory, mask, token_mask=mask[:, 1:])
+    hidden = torch.cat([states[:, :1], states[:, :-1]], dim=1)  # shifted: token t reads the state before it
     pool_mask = mask.clone()
-    pool_mask[torch.arange(ids.shape[0], device=ids.device), mask.sum(1) - 1] = 0  # each row's </s>
+    pool_mask[:, 0] = 0
     return memory, hidden, pool_mask

@@ -22,7 +22,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from xlt.errors import DataError
-from xlt.serve.predictor import Predictor, Request
+from xlt.serve.predictor import Predictor, Request, check_lang
 from xlt.serve.words import InputError
 
 
@@ -52,17 +52,27 @@ def parse_line(raw: bytes, where: str, jsonl: bool, lang: str | None, pair: bool
         raise InputError(f"{where}: not a JSON object: {err.msg} (column {err.colno})") from None
     if not isinstance(obj, dict) or ("text" in obj) == ("words" in obj):
         raise InputError(f"{where}: a JSON line needs exactly one of \"text\" or \"words\"")
+    unknown = sorted(set(obj) - LINE_KEYS)
+    if unknown:  # as the server refuses them: a typo of "lang" is not silently ignored
+        raise InputError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a line takes "
+                         f"{', '.join(sorted(LINE_KEYS))}")
     req_lang = obj.get("lang", lang)
-    if "words" in obj:
-        if not isinstance(obj["words"], list) or not all(isinstance(w, str) for w in obj["words"]):
-            raise InputError(f"{where}: \"words\" must be a list of strings")
-        req = Request(words=obj["words"], lang=req_lang)
-    elif isinstance(obj["text"], str) or (isinstance(obj["text"], list)
-                                          and all(isinstance(t, str) for t in obj["text"])):
-        req = Request.of(obj["text"], req_lang, pair)
-    else:
-        raise InputError(f"{where}: \"text\" must be a string or a list of two strings")
+    try:
+        if "words" in obj:
+            if not isinstance(obj["words"], list) or not all(isinstance(w, str) for w in obj["words"]):
+                raise InputError("\"words\" must be a list of strings")
+            req = Request(words=obj["words"], lang=req_lang)
+        elif isinstance(obj["text"], str) or (isinstance(obj["text"], list)
+                                              and all(isinstance(t, str) for t in obj["text"])):
+            req = Request.of(obj["text"], req_lang, pair)
+        else:
+            raise InputError("\"text\" must be a string or a list of two strings")
+    except InputError as err:
+        raise InputError(f"{where}: {err}") from None
     return req, ({"id": obj["id"]} if "id" in obj else {})
+
+
+LINE_KEYS = {"text", "words", "lang", "id"}
 
 
 def _record_path(output: Path) -> Path:
@@ -108,6 +118,7 @@ def predict_file(predictor: Predictor, input_path: Path, output: Path, lang: str
                  chunk: int = 512, progress: bool = True) -> dict:
     """Predict every line of ``input_path`` into ``output`` (JSONL), resuming; returns counts and throughput."""
     input_path, output = Path(input_path), Path(output)
+    check_lang(lang)  # the default of every line: one error now, not one per line
     if not input_path.is_file():
         raise DataError(f"{input_path}: input file not found")
     jsonl = input_path.suffix == ".jsonl"

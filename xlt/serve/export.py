@@ -11,7 +11,9 @@ identical predictions and the largest logit difference.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -76,10 +78,17 @@ def _dev_inputs(reference: TorchPredictor, limit: int) -> tuple[list, list[Prepa
     return examples, prepared
 
 
-def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: int = 2000) -> dict:
-    """Export a trained run; returns the parity report (also written to ``out/parity.json``)."""
+def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: int = 2000,
+               data_dir: str | Path | None = None) -> dict:
+    """Export a trained run; returns the parity report (also written to ``out/parity.json``).  ``data_dir``: where
+    the run's dev set is (default: the run's own ``data.data_dir``); when it cannot be read, the report says
+    ``skipped`` and a warning says why on stderr."""
     run_dir, out = Path(run_dir), Path(out)
     torch_predictor = TorchPredictor(run_dir)
+    if data_dir is not None:
+        if not Path(data_dir).is_dir():
+            raise DataError(f"--data-dir {data_dir}: no such folder")
+        torch_predictor.run.ctx.cfg.data.data_dir = os.path.abspath(data_dir)
     if torch_predictor.language_token:
         raise ConfigError(f"method {torch_predictor.run.method.name}: its decoder (torch.nn.TransformerDecoder) does "
                           f"not trace to ONNX with a dynamic batch yet; serve the run folder itself (xlt serve "
@@ -107,6 +116,10 @@ def export_run(run_dir: Path, out: Path, int8: bool = False, parity_examples: in
     (out / "xlt_export.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False))
     report = parity_report(torch_predictor, [OnnxPredictor(out, g) for g in graphs], parity_examples)
     (out / "parity.json").write_text(json.dumps(report, indent=1))
+    if "skipped" in report:  # the export is usable; what it was not checked against must not pass unseen
+        print(f"xlt: warning: parity against PyTorch NOT checked ({report['skipped']}); pass --data-dir PATH (the "
+              f"folder that holds the run's {torch_predictor.run.ctx.cfg.data.dataset} data) to check it",
+              file=sys.stderr)
     return report
 
 

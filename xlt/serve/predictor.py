@@ -11,6 +11,8 @@ word windows that fit (documented behaviour, flagged in the answer: ``"windows":
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,16 @@ from xlt.serve.decode import decode_rows, join_rows, labelled, to_json
 from xlt.serve.words import InputError, Words, align_words, split_words, word_windows
 
 PAIR_SEPARATOR = "|||"  # a sentence pair typed as one string: "first sentence ||| second sentence" (or a TAB)
+# a language code as xlt's data names languages: ISO 639 letters, then subtags ("de", "pt-BR", "de-muc", "syn-en")
+LANG_CODE = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
+
+
+def check_lang(lang: object) -> str | None:
+    """The one check of an input's ``lang`` for the Python API, ``xlt predict`` (texts, ``--input``) and the server:
+    None, or a language code; anything else is an ``InputError`` (its value shown escaped, never written raw)."""
+    if lang is None or (isinstance(lang, str) and LANG_CODE.fullmatch(lang)):
+        return lang
+    raise InputError(f"lang must be a language code such as 'de', 'pt-BR' or 'syn-en', not {lang!r}")
 
 
 @dataclass
@@ -29,13 +41,22 @@ class Request:
     words: list[str] | None = None
     lang: str | None = None
 
+    def __post_init__(self) -> None:
+        check_lang(self.lang)
+
     @classmethod
-    def of(cls, value, lang: str | None = None, pair: bool = False) -> "Request":
-        """A str (for a sentence-pair model: 'first ||| second' or 'first TAB second'), or a list of str."""
+    def of(cls, value: object, lang: str | None = None, pair: bool = False) -> "Request":
+        """A str (for a sentence-pair model: 'first ||| second' or 'first TAB second'), or a list / tuple of str
+        (a pair's two texts); anything else is an ``InputError`` saying what it got."""
         if isinstance(value, str):
             sep = "\t" if "\t" in value else PAIR_SEPARATOR
             return cls([p.strip() for p in value.split(sep)] if pair and sep in value else [value], lang=lang)
-        return cls(list(value), lang=lang)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+            return cls(list(value), lang=lang)
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise InputError(f"expected a text (str){' or a pair of texts (first, second)' if pair else ''}, got "
+                         f"{type(value).__name__} {shown}" + (": decode bytes first" if isinstance(value, bytes)
+                                                               else ""))
 
 
 def flat_rows(prepared: list[Prepared]) -> list[tuple[int, tuple, Prepared]]:
@@ -69,6 +90,12 @@ def language_index(setting: dict, lang: str | None) -> int:
     if lang not in languages:
         lang = src if setting["other_languages"] == "source" else next(x for x in languages if x != src)
     return languages.index(lang)
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` has a character to read: not only whitespace, control or format characters (``"\x00"``,
+    ``"\x01\x02"``, a zero-width space), which some tokenizers read as a token and others drop."""
+    return any(not c.isspace() and unicodedata.category(c) not in ("Cc", "Cf") for c in text)
 
 
 def check_unicode(text: str, what: str = "text") -> None:
@@ -136,6 +163,8 @@ class Predictor:
             text = req.texts[0]
             if not text.strip():
                 raise InputError("empty text" if not text else "text is whitespace only")
+            if not visible(text):
+                raise InputError("text has only control or format characters (nothing to read)")
             words = split_words(text, self.tokenizer)
             if not words.spans:
                 raise InputError("text has no words the tokenizer can read")
@@ -157,6 +186,8 @@ class Predictor:
         for i, t in enumerate(req.texts):
             if not t.strip():
                 raise InputError(f"text {i + 1} of the pair is {'empty' if not t else 'whitespace only'}")
+            if not visible(t):
+                raise InputError(f"text {i + 1} of the pair has only control or format characters (nothing to read)")
         ids = list(self.tokenizer.encode(req.texts[0], req.texts[1]).ids)
         if len(ids) > self.max_tokens:
             raise InputError(f"the pair is {len(ids)} sub-tokens; the model takes at most {self.max_tokens} "
@@ -282,6 +313,8 @@ class OnnxPredictor(Predictor):
         folder = Path(folder)
         meta = json.loads((folder / "xlt_export.json").read_text())
         self.graph = graph or meta["default_graph"]
+        for name in [self.graph, *meta["graphs"], *_priors_files(meta.get("translation"))]:
+            inside(folder, name)
         if self.graph not in meta["graphs"] or not (folder / self.graph).is_file():
             present = [g for g in meta["graphs"] if (folder / g).is_file()]
             raise ConfigError(f"{folder}: no graph {self.graph!r} in this export (it has: "
@@ -305,11 +338,32 @@ class OnnxPredictor(Predictor):
         return dict(zip(self.output_names, self.session.run(self.output_names, feed)))
 
 
+def inside(folder: Path, name: object) -> Path:
+    """``folder / name`` for a file an export names (a graph, aligner priors): a plain file name, never a path that
+    leads out of the export (a tampered ``xlt_export.json`` cannot make the server load another file)."""
+    from xlt.errors import ConfigError
+
+    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+        raise ConfigError(f"{folder / 'xlt_export.json'}: {name!r} is not a file name inside the export folder")
+    return folder / name
+
+
+def _priors_files(translation: dict | None) -> list[str]:
+    if not translation or translation.get("mode") != "translate_test":
+        return []
+    return [s["priors"] for s in translation.get("languages", {}).values() if "priors" in s]
+
+
 def load_predictor(path: Path, graph: str | None = None, batch_size: int = 32) -> Predictor:
     """An export folder (``xlt_export.json``) on ONNX Runtime, or a trained run folder in PyTorch."""
     path = Path(path)
     if (path / "xlt_export.json").exists():
         return OnnxPredictor(path, graph, batch_size)
+    if graph:
+        from xlt.errors import ConfigError
+
+        raise ConfigError(f"--graph {graph}: {path} is a run folder (served with PyTorch); --graph picks a graph of "
+                          f"an `xlt export` folder")
     from xlt.serve.torch_predictor import TorchPredictor
 
     return TorchPredictor(path, batch_size=batch_size)

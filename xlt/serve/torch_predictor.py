@@ -10,11 +10,17 @@ import torch
 from xlt.serve.predictor import Predictor
 
 
+def public_name(model: str) -> str:
+    """A model as ``GET /info`` shows it: a zoo name as it is, a folder by its last two parts (never the server's
+    absolute paths)."""
+    return "/".join(Path(model).parts[-2:]) if Path(model).is_absolute() else model
+
+
 def run_info(run_dir: Path, run) -> dict:
     """Model, task, dataset, method, labels and the languages evaluated with their test metrics (results.json)."""
     cfg = run.ctx.cfg
-    info = {"model": cfg.model.name, "task": run.ctx.task.name, "dataset": cfg.data.dataset,
-            "method": cfg.train.method, "labels": run.labels, "run": str(run_dir)}
+    info = {"model": public_name(cfg.model.name), "task": run.ctx.task.name, "dataset": cfg.data.dataset,
+            "method": cfg.train.method, "labels": run.labels, "run": Path(run_dir).resolve().name}
     results = Path(run_dir) / "results.json"
     if results.exists():
         r = json.loads(results.read_text())

@@ -30,7 +30,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from xlt.config import positive, ranged
+from xlt.config import path_field, positive, ranged
 from xlt.align.migrate_vocabulary import VocabularySettings
 from xlt.core.batching import IGNORE
 from xlt.core.vocab import token_id
@@ -58,7 +58,7 @@ class TreLMOptions:
     source_lang: str = "en"
     target_lang: str = "es"
     init: Literal["aligned", "random", "scratch"] = "aligned"
-    base_from: str = ""  # RUN_DIR/base of an earlier TreLM run: its vocabulary (and, with init aligned, its weights)
+    base_from: str = path_field()  # RUN_DIR/base of an earlier TreLM run: its vocabulary (and, with init aligned, its weights)
     test_dictionary: str = "muse/en-es.5000-6500.txt"  # MUSE's test split, under corpus.data_dir
     candidate_dictionary: str = "muse/en-es.0-5000.txt"  # its English words: the retrieval candidates
     vocabulary: VocabularySettings = field(default_factory=VocabularySettings)
