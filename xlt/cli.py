@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from xlt.config import Range, parse_number, range_of
+from xlt.settings import Range, parse_number, range_of
 from xlt.errors import XltError
 from xlt.serve.quantize import INT8_SCHEME
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlt.config import check_ranges, positive, ranged
+from xlt.settings import check_ranges, positive, ranged
 
 
 @dataclass
