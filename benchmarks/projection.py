@@ -135,8 +135,15 @@ def main() -> None:
                     "the default, or eflomal fit with Tatoeba; both symmetrized with grow-diag-final-and); "
                     "on_lost_span=skip_utterance; shipped_raw = BIO violations (orphan I-) in the raw shipped "
                     "da.mt.label before any repair. eflomal samples: its counts vary slightly per run.",
-           "rows": rows, "gold_projection": gold_projection(Path(args.data_dir)), "gold_projection_notes": GOLD_NOTES}
+           "rows": merged_rows(path, rows), "gold_projection": gold_projection(Path(args.data_dir)), "gold_projection_notes": GOLD_NOTES}
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False))
+
+
+def merged_rows(path: Path, fresh: list[dict]) -> list[dict]:
+    """The rows just made, plus the committed rows of the other aligner (each config's projection by both)."""
+    committed = json.loads(path.read_text()).get("rows", []) if path.exists() else []
+    made = {(r["config"], r["lang"], r.get("aligner")) for r in fresh}
+    return [r for r in committed if (r["config"], r["lang"], r.get("aligner")) not in made] + fresh
 
 
 if __name__ == "__main__":

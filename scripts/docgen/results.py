@@ -47,7 +47,7 @@ SCRIPTS = {
     "udpos": "python benchmarks/tasks.py --data-dir ../shared/data",
     "xnli": "python benchmarks/tasks.py --data-dir ../shared/data",
     "projection": "python benchmarks/projection.py --data-dir ../shared/data",
-    "reproducibility": "python benchmarks/reproducibility.py --data-dir ../shared/data --seeds 1",
+    "reproducibility": "python benchmarks/reproducibility.py --data-dir ../shared/data",
     "selection": "python benchmarks/selection.py --data-dir ../shared/data",
     "serving": "python benchmarks/serving.py --data-dir ../shared/data",
     "synthetic": "python benchmarks/synthetic.py --data-dir ../shared/data",
@@ -120,6 +120,8 @@ CONFIGS = {
     "translation": "mtod-translate-train-es, mtod-translate-test-es, xsid-translate-train-sr, xsid-translate-train-da, "
                    "xsid-multi-language, xsid-translate-test (+ the zero-shot configs)",
     "translation-throughput": "none (the translators alone)",
+    "projection": "mtod-translate-train-es, xsid-translate-train-sr, xsid-translate-train-da (gold_projection: none, "
+                  "xSID's test + dev files aligned directly)",
     "trelm": "pretrain-trelm-es (variants by options), then mtod-target-trained-es",
     "unicoder": "pretrain-unicoder (phases.*.objectives per variant), then xnli-zero-shot / xsid-zero-shot",
     "xeroalign-filter": "xsid-zero-shot, xsid-xeroalign, mtod-xeroalign-es, xsid-filter-sr, mtod-filter-es and their "
