@@ -86,7 +86,7 @@ def measure_translator(translator, name: str, en: list[str], tgt: list[str], lan
     """BLEU against the human side and sentences/s, en->lang and lang->en (no cache: the timing is the backend's)."""
     import time
 
-    from xlt.stages.translation_eval import bleu
+    from xlt.stages.translation_eval import CHARACTER_BLEU, bleu, tokenize_of
 
     rows = []
     for src, dst, texts, refs in (("en", lang, en, tgt), (lang, "en", tgt, en)):
@@ -94,7 +94,9 @@ def measure_translator(translator, name: str, en: list[str], tgt: list[str], lan
         out = translator.translate(texts, src, dst)
         seconds = time.perf_counter() - start
         rows.append({"method": "translator", "translator": name, "dataset": "xsid-test", "lang": f"{src}-{dst}",
-                     "seed": 1, "bleu": round(bleu(out, refs, dst), 2), "sentences": len(texts),
+                     "seed": 1, "bleu": round(bleu(out, refs, dst), 2), "tokenize": tokenize_of(dst),
+                     **({"char_bleu": round(bleu(out, refs, dst, "char"), 2)} if dst in CHARACTER_BLEU else {}),
+                     "sentences": len(texts),
                      "seconds": round(seconds, 2), "sentences_per_second": round(len(texts) / seconds, 1),
                      "identical_rate": round(sum(o == t for o, t in zip(out, texts)) / len(texts), 3),
                      "samples": [f"{t} → {o} (ref: {r})" for t, o, r in list(zip(texts, out, refs))[:4]]})

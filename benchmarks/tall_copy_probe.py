@@ -12,7 +12,9 @@ held-out teacher-forced loss and accuracy along the way:
 - ``memory_norm``: a new LayerNorm on the encoder states the decoder attends to (the contrastive encoder's last
   states have a few dimensions far larger than the rest, which dominate every attention score until learnt away);
 - ``pre_ln``: pre-LN decoder layers + a final LayerNorm (post-LN layers need long warm-ups at large learning rates,
-  Xiong et al. 2020).
+  Xiong et al. 2020);
+- ``memory_layer_K``: the decoder attends to encoder layer K's states instead of the last (12th) layer's, which
+  have lost most of each token's identity; ``memory_mix``: to a learned mix of all 13 (issue 101).
 
     python benchmarks/tall_copy_probe.py --data-dir ../shared/data [--steps 200] [--variants shipped pre_ln]
 
@@ -30,7 +32,9 @@ import torch
 from torch import nn
 
 VARIANTS = {"shipped": {}, "no_noise": {"noise": False}, "memory_norm": {"memory_norm": True},
-            "pre_ln": {"pre_ln": True}, "pre_ln+memory_norm": {"pre_ln": True, "memory_norm": True}}
+            "pre_ln": {"pre_ln": True}, "pre_ln+memory_norm": {"pre_ln": True, "memory_norm": True},
+            # the encoder states the decoder attends to (options.memory_layer / memory_mix; shipped: layer 12)
+            **{f"memory_layer_{k}": {"memory_layer": k} for k in (0, 3, 6, 9)}, "memory_mix": {"memory_mix": True}}
 OUT = Path(__file__).parent / "results" / "tall-copy-probe.json"
 
 
@@ -61,7 +65,9 @@ def run_variant(name: str, encoder, train: list[list[int]], heldout: list[list[i
     v = VARIANTS[name]
     torch.manual_seed(seed)
     c = encoder.config
-    settings = DecoderSettings(languages=["en"], norm_first=bool(v.get("pre_ln")))  # the shipped TALL decoder
+    settings = DecoderSettings(languages=["en"], norm_first=bool(v.get("pre_ln")),  # the shipped TALL decoder
+                               memory_layer=v.get("memory_layer", -1),
+                               memory_mix=c.num_hidden_layers + 1 if v.get("memory_mix") else 0)
     decoder = TiedDecoder(c.hidden_size, len(kept), settings, c.layer_norm_eps)
     memory_norm = nn.LayerNorm(c.hidden_size) if v.get("memory_norm") else nn.Identity()
     # the output projection over the pieces of this text only (as the stage's trimmed vocabulary)
@@ -75,8 +81,7 @@ def run_variant(name: str, encoder, train: list[list[int]], heldout: list[list[i
 
     def loss_acc(seqs: list[list[int]], noisy: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         ids, mask = pad_ids(noisy, pad)
-        with torch.no_grad():
-            memory = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        memory = decoder.memory(encoder, ids, mask)  # the encoder is frozen: only a memory mix learns here
         targets, _ = pad_ids([[int(to_kept[t]) for t in s[1:]] for s in seqs], -100)
         prefix = targets[:, :-1].clamp(min=0)
         hidden = decoder(embeddings, torch.zeros(len(seqs), dtype=torch.long), prefix, memory_norm(memory), mask,
@@ -137,6 +142,10 @@ def main() -> None:
     print(json.dumps(stats), flush=True)
     rows = [r for name in args.variants for r in run_variant(name, encoder, train, heldout, kept, pad, args.steps,
                                                              args.lr, args.eval_every, seed=1)]
+    # the committed rows of the variants not run this time stay
+    kept_rows = [r for r in json.loads(OUT.read_text())["rows"] if r["variant"] not in args.variants] \
+        if OUT.exists() else []
+    rows = kept_rows + rows
     from jobqueue import git_commit  # benchmarks/jobqueue.py
 
     OUT.write_text(json.dumps({

@@ -12,7 +12,9 @@ import statistics
 import time
 from pathlib import Path
 
-from jobqueue import committed_results, git_commit, mean_std, merge_rows
+from jobqueue import IDENTITY, committed_results, git_commit, mean_std, merge_rows
+
+from xlt.stages.translation_eval import tokenize_of
 
 METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 VARIANTS = ["none", "dae_only", "bt_only", "encoder_only"]
@@ -31,11 +33,14 @@ def _pretrain_rows(run: Path, pair: str, variant: str) -> tuple[list[dict], list
             "tokens_per_second": round(tokens / seconds, 1) if seconds else None,
             "peak_rss_mb": round(max(p["summary"]["peak_rss_mb"] for p in res["phases"])),
             "phases": "; ".join(f"{p['name']} {p['summary']['step']} steps {p['objectives']}" for p in res["phases"]),
-            "vocab_kept": res.get("vocab_kept"), "corpus_train_sentences": res["corpus"]["train_sequences"]}
+            "vocab_kept": res.get("vocab_kept"), "corpus_train_sentences": res["corpus"]["train_sequences"],
+            "cpu": res["phases"][-1]["summary"].get("cpu")}
     rows = []
     for a, b in ((src, tgt), (tgt, src)):
+        char = {"char_bleu": round(last[f"char_bleu_{a}_{b}"], 2)} if f"char_bleu_{a}_{b}" in last else {}
         rows.append({"method": "tall_pretrain", "dataset": "mono+tatoeba", "lang": f"{a}-{b}", "seed": 1,
                      "variant": variant, "bleu": round(last.get(f"bleu_{a}_{b}", float("nan")), 2),
+                     "bleu_tokenize": tokenize_of(b), **char,
                      "roundtrip_bleu": round(last[f"roundtrip_bleu_{a}"], 2),
                      "identical_rate": round(last[f"identical_{a}_{b}"], 3), **cost})
     curve = []
@@ -53,8 +58,12 @@ def _pretrain_rows(run: Path, pair: str, variant: str) -> tuple[list[dict], list
 def _nlu_rows(run: Path, pair: str, variant: str) -> list[dict]:
     res = json.loads((run / "results.json").read_text())
     ts = res["train_summary"]
+    # readout: the decoder state each token is read from (shifted: the one before it, TALL section 2; rows made
+    # before that fix read the token's own position and are kept, labelled own_position); encoder: no decoder
     return [{"method": "tall", "task": "intent_slot", "dataset": "xsid", "lang": lang, "seed": res["seed"],
-             "regime": "equal_steps", "variant": variant, "pair": pair, **{k: round(m[k], 4) for k in METRICS},
+             "regime": "equal_steps", "variant": variant, "pair": pair,
+             "readout": "encoder" if variant == "encoder_only" else "shifted", "cpu": ts.get("cpu"),
+             **{k: round(m[k], 4) for k in METRICS},
              "n_test": m["n"], "steps": ts["step"], "best_step": res.get("best_step"),
              "train_seconds": round(ts["train_seconds"], 1), "tokens_per_second": round(ts["tokens_per_second"], 1),
              "peak_rss_mb": round(ts["peak_rss_mb"])} for lang, m in res["per_language"].items()]
@@ -87,7 +96,8 @@ def collect(runs: Path, results_dir: Path) -> None:
     rows += [{**r, "task": "intent_slot", "variant": "none", "source": "benchmarks/results/xsid-zero-shot.json"}
              for r in baseline["rows"] if r["seed"] in seeds]
     committed = committed_results(results_dir, "tall")
-    rows = merge_rows(committed.get("rows", []), rows)
+    # a run made again on another CPU, or with another read-out, is a new row beside the committed one
+    rows = merge_rows(committed.get("rows", []), rows, (*IDENTITY, "readout", "cpu"))
     curves = merge_rows(committed.get("learning_curves", []), curves, ("pair", "variant", "phase", "step"))
     commit = git_commit()
     notes = ("TALL pre-training (shipped configs pretrain-tall-en-ja / -en-de): multilingual-e5-small + a 2-layer "

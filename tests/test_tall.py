@@ -312,3 +312,44 @@ def test_tall_nlu_reads_each_token_from_the_state_before_it(xlt_home):
     assert torch.allclose(a[0, :3], b[0, :3]), "the state read for token 2 has read token 2"
     assert not torch.allclose(a[0, 3], b[0, 3])  # the next token's state has read it
     assert pool.tolist() == [[0, 1, 1, 1, 1]]  # states 0..3 of 0..4: all but the last (the one that read </s>)
+
+
+def test_decoder_memory_reads_the_chosen_encoder_layer_or_a_learned_mix(tmp_path, xlt_home):
+    """options.memory_layer / memory_mix (issue 101): the states the decoder attends to; saved with the decoder."""
+    encoder, tok, _ = zoo.load_encoder("tiny-random")
+    encoder.eval()
+    ids = torch.tensor([tok.encode(EN[0]).ids])
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        states = encoder(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+    hidden, vocab, n = encoder.config.hidden_size, encoder.config.vocab_size, len(states)
+
+    def dec(**kw):
+        return TiedDecoder(hidden, vocab, DecoderSettings(layers=1, heads=2, ffn=64, **kw))
+
+    with torch.no_grad():
+        assert torch.equal(dec().memory(encoder, ids, mask), states[-1])  # the paper's: the last layer
+        assert torch.equal(dec(memory_layer=0).memory(encoder, ids, mask), states[0])
+        mix = dec(memory_mix=n)
+        assert torch.allclose(mix.memory(encoder, ids, mask), torch.stack(states).mean(0), atol=1e-6)  # equal start
+    out = mix.memory(encoder, ids, mask)
+    out.pow(2).sum().backward()
+    assert mix.memory_weights.grad is not None and mix.memory_weights.grad.abs().sum() > 0
+    with torch.no_grad():
+        mix.memory_weights[0] = 5.0
+    mix.save(tmp_path)
+    again = TiedDecoder.load(tmp_path, hidden)
+    assert again.settings.memory_mix == n and torch.equal(again.memory_weights, mix.memory_weights)
+    with pytest.raises(ValueError, match="memory_mix"):
+        dec(memory_mix=n + 1).memory(encoder, ids, mask)
+
+
+def test_tall_stage_with_its_decoder_on_a_lower_layer(pair_corpus, tmp_path, xlt_home):
+    from xlt.errors import ConfigError
+
+    cfg = tall_cfg(pair_corpus, tmp_path, "options.memory_layer=1", "phases.1.steps=1", "phases.1.eval_every=1")
+    out = run_stage(cfg)
+    encoder, _, _ = zoo.load_encoder(str(out))
+    assert TiedDecoder.load(out, encoder.config.hidden_size).settings.memory_layer == 1
+    with pytest.raises(ConfigError, match="memory_layer"):
+        run_stage(tall_cfg(pair_corpus, tmp_path, "name=bad", "options.memory_layer=99"))

@@ -67,7 +67,7 @@ class DenoisingAutoEncoder(nn.Module):
         self.pad = pad
 
     def forward(self, encoder: nn.Module, batch: dict, decoder: TiedDecoder) -> dict[str, torch.Tensor]:
-        memory = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        memory = decoder.memory(encoder, batch["input_ids"], batch["attention_mask"])
         loss, acc = reconstruction_loss(decoder, encoder.get_input_embeddings(), memory, batch["attention_mask"],
                                         batch["lang"], batch["targets"], self.pad)
         return {"loss": loss, "dae_loss": loss.detach(), "dae_accuracy": acc.detach()}
@@ -91,7 +91,7 @@ class BackTranslation(nn.Module):
         encoder.eval()
         decoder.eval()
         try:
-            memory = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            memory = decoder.memory(encoder, input_ids, attention_mask)
             limit = (attention_mask.sum(1) * 3 // 2 + 5).clamp(max=self.max_length)
             out = greedy_decode(decoder, encoder.get_input_embeddings(), into, memory, attention_mask, self.eos,
                                 self.pad, limit, self.allowed[into])
@@ -102,7 +102,7 @@ class BackTranslation(nn.Module):
 
     def forward(self, encoder: nn.Module, batch: dict, decoder: TiedDecoder) -> dict[str, torch.Tensor]:
         ids, mask = self.translate(encoder, decoder, batch["input_ids"], batch["attention_mask"], batch["other"])
-        memory = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        memory = decoder.memory(encoder, ids, mask)
         loss, acc = reconstruction_loss(decoder, encoder.get_input_embeddings(), memory, mask, batch["lang"],
                                         batch["targets"], self.pad)
         return {"loss": loss, "bt_loss": loss.detach(), "bt_accuracy": acc.detach()}

@@ -42,7 +42,7 @@ def decoder_states(encoder: nn.Module, decoder: TiedDecoder, ids: torch.Tensor, 
     them (position t: the decoder state that has read the language token and ids[1:t]; position 0, which holds no
     word, repeats the first state) and the (B, T) pooling mask: ``mask`` without position 0, so that pooling covers
     every decoder state but the last (the one that has read ``</s>``)."""
-    memory = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+    memory = decoder.memory(encoder, ids, mask)
     states = decoder(encoder.get_input_embeddings(), lang, ids[:, 1:], memory, mask, token_mask=mask[:, 1:])
     hidden = torch.cat([states[:, :1], states[:, :-1]], dim=1)  # shifted: token t reads the state before it
     pool_mask = mask.clone()

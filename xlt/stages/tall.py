@@ -45,6 +45,10 @@ class TallOptions:
     # recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
     decoder_init: Literal["random", "encoder"] = "random"
     decoder_norm_first: bool = False  # pre-LN decoder layers (see DecoderSettings.norm_first)
+    # the encoder states the decoder attends to: -1 the last layer's (the paper's); k the output of layer k (0: the
+    # embeddings); memory_mix: a learned softmax-weighted mix of all of them instead (TiedDecoder.memory)
+    memory_layer: int = ranged(-1, -1)
+    memory_mix: bool = False
     decoder_dropout: float = ranged(0.1, 0, below=1)
     max_decode_length: int = positive(64)  # generated tokens at most (back-translation and evaluation)
     word_dropout: float = ranged(0.1, 0, below=1)  # DAE noise (Lample et al. 2018b: 0.1, shuffle window 3)
@@ -102,7 +106,11 @@ class Tall(Stage):
         settings = DecoderSettings(o.decoder_layers, o.decoder_heads, o.decoder_ffn, o.decoder_dropout,
                                    # as many positions as the encoder: fine-tuning reads whole utterances
                                    max(o.max_decode_length + 2, c.max_position_embeddings), list(o.languages),
-                                   o.decoder_norm_first)
+                                   o.decoder_norm_first, o.memory_layer,
+                                   c.num_hidden_layers + 1 if o.memory_mix else 0)
+        if o.memory_layer > c.num_hidden_layers:
+            raise ConfigError(f"options.memory_layer={o.memory_layer}: the encoder has {c.num_hidden_layers} layers "
+                              f"(-1: the last; 0: the embeddings)")
         decoder = TiedDecoder(c.hidden_size, self.vocab, settings, layer_norm_eps(c))
         if o.decoder_init == "encoder":
             init_from_encoder(decoder, encoder)

@@ -2,9 +2,10 @@
 human references where a parallel set is given, the share of outputs identical to their input (a model that copies
 instead of translating scores high round-trip BLEU), and a few sample translations for the log.
 
-sacreBLEU (Post 2018): character-level tokenization for Japanese and Chinese (no word boundaries; MeCab is not
-available here), ``13a`` otherwise.  The sentences are spread over the processes and gathered, so every process
-returns the same numbers.
+sacreBLEU (Post 2018) with its standard tokenizers, so that scores compare with published ones: ``ja-mecab``
+(MeCab + IPADIC, the ``sacrebleu[ja]`` extra) for Japanese, ``zh`` for Chinese, ``13a`` otherwise; for Japanese and
+Chinese also character BLEU (``char_bleu_*``, ``roundtrip_char_bleu_*``: xlt's only BLEU there before MeCab was a
+dependency).  The sentences are spread over the processes and gathered, so every process returns the same numbers.
 """
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ from xlt.core.batching import pad_ids
 from xlt.errors import ConfigError, DataError
 from xlt.synthetic import decipher, parse, to_synthetic
 
-CHARACTER_BLEU = {"ja", "zh"}
+CHARACTER_BLEU = {"ja", "zh"}  # no spaces between words: character BLEU is also reported
+STANDARD_TOKENIZE = {"ja": "ja-mecab", "zh": "zh"}  # sacreBLEU's own; 13a for every other language
 
 
-def bleu(hypotheses: list[str], references: list[str], lang: str) -> float:
+def bleu(hypotheses: list[str], references: list[str], lang: str, tokenize: str | None = None) -> float:
+    """Corpus BLEU of ``hypotheses`` in ``lang``; ``tokenize`` a sacreBLEU tokenizer (default: the standard one for
+    ``lang``, ``STANDARD_TOKENIZE``)."""
     from sacrebleu.metrics import BLEU
 
     if not hypotheses:
@@ -29,8 +33,14 @@ def bleu(hypotheses: list[str], references: list[str], lang: str) -> float:
         hypotheses = [decipher(h, synthetic.base) for h in hypotheses]
         references = [decipher(r, synthetic.base) for r in references]
         lang = synthetic.base
-    metric = BLEU(tokenize="char" if lang in CHARACTER_BLEU else "13a")
+    metric = BLEU(tokenize=tokenize or tokenize_of(lang))
     return float(metric.corpus_score(hypotheses, [references]).score)
+
+
+def tokenize_of(lang: str) -> str:
+    """The sacreBLEU tokenizer ``bleu`` uses for ``lang`` by default (a synthetic language: its base's)."""
+    synthetic = parse(lang)
+    return STANDARD_TOKENIZE.get(synthetic.base if synthetic is not None else lang, "13a")
 
 
 def read_lines(path: Path, limit: int) -> list[str]:
@@ -127,13 +137,19 @@ class TranslationEval:
             out_text = [self.text(f) for _, f, _ in rows]
             if refs is None:  # round trip: back into the source's own language, scored against the source
                 lang = self._other(into)
-                score = bleu([self.text(b) for _, _, b in rows], src_text, lang)
+                back_text = [self.text(b) for _, _, b in rows]
+                score = bleu(back_text, src_text, lang)
                 metrics[f"roundtrip_bleu_{lang}"] = score
+                if lang in CHARACTER_BLEU:
+                    metrics[f"roundtrip_char_bleu_{lang}"] = bleu(back_text, src_text, lang, "char")
                 same = sum(a == b for a, b in zip(src_text, out_text))
                 metrics[f"identical_{lang}_{into}"] = same / max(len(rows), 1)
                 roundtrip.append(score)
             else:
-                metrics[f"bleu_{name}"] = bleu(out_text, [refs[i] for i, _, _ in rows], into)
+                gold = [refs[i] for i, _, _ in rows]
+                metrics[f"bleu_{name}"] = bleu(out_text, gold, into)
+                if into in CHARACTER_BLEU:
+                    metrics[f"char_bleu_{name}"] = bleu(out_text, gold, into, "char")
             metrics["samples"] += [f"{name}: {a} => {b}" for a, b in
                                    list(zip(src_text, out_text))[:self.stage.options.samples]]
         return metrics, sum(roundtrip) / max(len(roundtrip), 1)

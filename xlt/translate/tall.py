@@ -91,7 +91,7 @@ class TallTranslator:
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
             ids, mask = (t.to(self.device) for t in pad_ids([encoded[i] for i in idx], self.pad))
-            memory = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+            memory = decoder.memory(self.encoder, ids, mask)
             limit = (mask.sum(1) * 3 // 2 + 5).clamp(max=self.max_output)
             lang_t = torch.full((len(idx),), lang, dtype=torch.long, device=self.device)
             got = greedy_decode(decoder, emb, lang_t, memory, mask, sub_eos, sub_pad, limit,
