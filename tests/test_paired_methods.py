@@ -103,11 +103,24 @@ def test_paired_loss_reaches_every_layer(tiny_cfg, method, options):
     assert torch.isfinite(parts["loss"])
     if method == "xeroalign":
         assert parts["align_loss"] > 0 and parts["loss"] > parts["task_loss"]
+        assert 0 < float(parts["align_task_grad_ratio"]) < float("inf")
     else:
         assert parts["target_loss"] > 0
     for name, p in model.named_parameters():
         if p.requires_grad:
             assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient reaches {name}"
+
+
+def test_gradient_ratio_compares_the_pulls_on_the_states_and_leaves_gradients_alone():
+    from xlt.methods.xeroalign import gradient_ratio
+
+    hidden = torch.randn(2, 3, 4, requires_grad=True)
+    states = hidden * 1.0  # a non-leaf, as the encoder's output
+    align, task = (2 * states).sum(), (states ** 2).sum() / 2  # gradients 2 and the states themselves
+    ratio = gradient_ratio(align, task, states)
+    assert float(ratio) == pytest.approx(2 * (24 ** 0.5) / float(hidden.norm()), rel=1e-5)
+    (align + task).backward()
+    assert torch.allclose(hidden.grad, 2 + hidden.detach())  # one backward as if nothing had been measured
 
 
 def test_xeroalign_trains_and_evaluates_as_a_plain_encoder(tiny_cfg):

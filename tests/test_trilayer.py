@@ -85,3 +85,16 @@ def test_backbone_batch_and_single_agree(xlt_home):
         alone_a = backbone(input_ids=a, attention_mask=torch.ones_like(a)).last_hidden_state
         alone_b = backbone(input_ids=b, attention_mask=torch.ones_like(b)).last_hidden_state
     assert torch.allclose(both[0], alone_a[0], atol=1e-5) and torch.allclose(both[1, :4], alone_b[0], atol=1e-5)
+
+
+def test_language_embeddings_start_orthogonal_as_the_paper_says(xlt_home):
+    """TreLM's paper: orthogonal language embeddings (xlt started them at zeros before issue 101, which made the
+    two languages the same input until training moved them)."""
+    import pytest
+
+    encoder, _, _ = zoo.load_encoder("tiny-random")
+    rows = TreLMEncoder(encoder, ["en", "es"]).lang.weight.detach()
+    assert torch.allclose(rows @ rows.T, torch.eye(2), atol=1e-5)
+    assert torch.count_nonzero(TreLMEncoder(encoder, ["en", "es"], "zeros").lang.weight) == 0
+    with pytest.raises(ValueError, match="lang_init"):
+        TreLMEncoder(encoder, ["en", "es"], "ones")

@@ -98,6 +98,33 @@ def test_interleaved_batches_code_their_objective():
     assert batches == plan.batches(batch_size=2, bucket_size=2, seed=1, epoch=0)  # deterministic: resumable
 
 
+def test_language_balanced_batches_draw_each_language_equally():
+    """Unicoder samples its languages with equal probability: a language with a tenth of the pairs gets as many
+    batches as the largest, each batch one language; the total number of batches is unchanged."""
+    from xlt.stages.unicoder_data import language_balanced_batches
+
+    groups = ["de"] * 40 + ["es"] * 20 + ["tr"] * 4
+    batches = language_balanced_batches([5] * 64, groups, batch_size=4, bucket_size=2, seed=1, epoch=0)
+    langs = [{groups[i] for i in b} for b in batches]
+    assert all(len(g) == 1 for g in langs) and len(batches) == 10 + 5 + 1
+    counts = {g: sum(x == {g} for x in langs) for g in ("de", "es", "tr")}
+    assert max(counts.values()) - min(counts.values()) <= 1
+    assert batches == language_balanced_batches([5] * 64, groups, 4, 2, 1, 0)  # deterministic: resumable
+
+
+def test_unicoder_stage_with_the_papers_sampling_and_schedule(unicoder_data, tmp_path, xlt_home):
+    from xlt.core.loop import inverse_sqrt
+    from xlt.stages import run_stage
+
+    f = inverse_sqrt(4)
+    assert [round(f(s), 3) for s in (0, 3, 4, 15)] == [0.25, 1.0, round((4 / 5) ** 0.5, 3), 0.5]
+    cfg = unicoder_cfg(unicoder_data, tmp_path, "options.language_sampling=equal", "phases.1.schedule=inverse_sqrt",
+                       "name=paper")
+    run_stage(cfg)
+    results = json.loads((cfg.run_dir / "results.json").read_text())
+    assert results["phases"][1]["final_eval"]["lr"] > 0  # inverse square root: never decays to 0 at the end
+
+
 EN = ["the house is small", "play some music", "set an alarm for seven", "the weather is cold today",
       "show my reminders", "call my mother", "good morning to you", "where is the station", "i like green tea",
       "turn the lights off", "what time is it", "open the window please"]

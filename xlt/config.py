@@ -288,6 +288,9 @@ class PhaseConfig:
     weight_decay: float = 0.01
     grad_clip: float = 1.0  # 0 = no clipping
     eval_every: int = positive(250)
+    # learning rate after warmup: linear decay to 0 at the last step, or the inverse square root of the step
+    # (Unicoder's pre-training, as fairseq's inverse_sqrt)
+    schedule: Literal["linear", "inverse_sqrt"] = "linear"
     objectives: dict[str, float] = field(default_factory=lambda: {"mlm": 1.0})
     # fnmatch patterns over parameter names ("encoder.*", "objectives.mlm.*"); the rest is frozen
     trainable: list[str] = field(default_factory=lambda: ["*"])

@@ -122,6 +122,16 @@ def _results_links(name: str, depth: int = 1) -> str:
     return ("Measured in: " + ", ".join(links) + ".\n") if links else "Not benchmarked yet.\n"
 
 
+def _fidelity_section(cls: type, depth: int = 1) -> str:
+    """The class's ``fidelity`` table (xlt.fidelity): where it follows its paper and where not."""
+    from xlt.fidelity import markdown_table
+
+    if not cls.fidelity:
+        return ""
+    return (f"\n## Fidelity to the paper\n\n{markdown_table(cls.fidelity)}\nMeasurements: "
+            f"[Fidelity to the papers]({'../' * depth}benchmarks/fidelity.md).\n")
+
+
 def method_page(cls: type) -> str:
     configs = configs_using("method", cls.name)
     example = ("\n".join(f"xlt train {c} data.data_dir=../shared/data" for c in configs) if configs else
@@ -147,7 +157,7 @@ def method_page(cls: type) -> str:
 ```
 
 Shipped configs with this method: {', '.join(f'`{c}`' for c in configs) or 'none (any config takes `train.method=' + cls.name + '`)'}.
-
+{_fidelity_section(cls)}
 ## Results
 
 {_results_links(cls.name)}{results}"""
@@ -174,7 +184,7 @@ Phases, corpora and the model are set as for every stage: see [configuration](..
 {example}
 {FINETUNE_ON.get(cls.name, 'xlt train xsid-zero-shot')} model.name=runs/{configs[0] if configs else 'RUN'}/model   # fine-tune on it
 ```
-
+{_fidelity_section(cls)}
 ## Results
 
 {_results_links(cls.name)}"""
@@ -306,8 +316,54 @@ def index_pages(pages: dict[str, str]) -> dict[str, str]:
     return out
 
 
+# how each deviation's rows in results/fidelity.json are shown (a docgen marker; shown once the rows exist)
+FIDELITY_TABLES = {
+    "tall_readout": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1,semantic_acc "
+                    "where=deviation:tall_readout|baseline,dataset:xsid by=variant langs=en,ja -->",
+    "tall_memory": "<!-- xlt:rows file=tall-copy-probe where=step:300 columns=variant,heldout_token_accuracy,"
+                   "heldout_loss,seconds -->",
+    "filter_layers": "<!-- xlt:pivot file=fidelity metric=slot_f1,accuracy where=deviation:filter_layers "
+                     "by=dataset,variant langs=en,es -->",
+    "xeroalign_scale": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1,accuracy "
+                       "where=deviation:xeroalign_scale by=dataset,variant langs=summary -->",
+}
+
+
+def fidelity_page() -> str:
+    """benchmarks/fidelity.md: each method's and stage's fidelity table, and the measurements of the studies."""
+    from xlt.fidelity import markdown_table
+    from xlt.methods import METHODS
+    from xlt.stages import STAGES
+
+    measured = {r.get("deviation") for r in _rows_or_none("fidelity")} | {"tall_memory"}
+    parts = ["# Fidelity to the papers\n",
+             "Each method and stage of xlt against its paper (and, where the paper is silent, the authors' code): "
+             "what the paper does, what xlt does, and what is measured. The tables come from the code "
+             "(`fidelity` on each class, `xlt/fidelity.py`); the measurements from "
+             "`benchmarks/studies/fidelity.yaml` (`python benchmarks/study.py fidelity`), checkpoints chosen on "
+             "the **English dev set**.\n"]
+    seen = set()
+    for kind, registry in (("method", METHODS), ("stage", STAGES)):
+        for name, cls in registry.items():
+            if not cls.fidelity or cls.fidelity in seen:
+                continue
+            seen.add(cls.fidelity)
+            parts.append(f"## {name} ({kind}) — {cls.paper}\n\n{markdown_table(cls.fidelity)}")
+            for key in dict.fromkeys(d.key for d in cls.fidelity if d.key in measured and d.key in FIDELITY_TABLES):
+                parts.append(f"Measured (`{key}`):\n\n{FIDELITY_TABLES[key]}\n")
+    return "\n".join(parts)
+
+
+def _rows_or_none(name: str) -> list[dict]:
+    try:
+        return results.load(name)["rows"]
+    except results.MarkerError:
+        return []
+
+
 def generated_pages() -> dict[str, str]:
     pages = registry_pages()
+    pages["benchmarks/fidelity.md"] = fidelity_page()
     pages.update(index_pages(pages))
     pages["reference/config.md"] = config_reference()
     pages["reference/cli.md"] = cli_reference()

@@ -54,7 +54,9 @@ SCRIPTS = {
     "synthetic-cuda": "XLT_SYNTHETIC_NAME=synthetic-cuda python benchmarks/synthetic.py --data-dir ../shared/data "
                       "(on a GPU)",
     "tall": "python benchmarks/tall.py --data-dir ../shared/data",
-    "tall-copy-probe": "python benchmarks/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100",
+    "fidelity": "python benchmarks/study.py fidelity --data-dir ../shared/data [--only ROW]",
+    "tall-copy-probe": "python benchmarks/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100 "
+                       "[--variants NAME ...]",
     "gemm-ceiling": "python benchmarks/gemm_ceiling.py",
     "training-speed": "python benchmarks/training_speed.py --data-dir ../shared/data",
     "training-speed-bf16": "python benchmarks/training_speed.py --data-dir ../shared/data --precision bf16",
@@ -102,6 +104,7 @@ CONFIGS = {
     "synthetic": "xsid-zero-shot / pawsx-zero-shot and the stage configs, with the synthetic settings of "
                  "benchmarks/synthetic.py", "synthetic-cuda": "as synthetic, on a GPU",
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
+    "fidelity": "the rows of benchmarks/studies/fidelity.yaml (each: a shipped config or stage + overrides)",
     "tall-copy-probe": "pretrain-tall-*'s phase 1 (decoder only, lr 1e-3, batch 32, its noise), on English text",
     "gemm-ceiling": "no config: multilingual-e5-small's layer shapes (its config.json), batch 32",
     "training-speed": "xsid-zero-shot (batch 32; model.attention_dropout=0 in the *_no_attention_dropout rows); "

@@ -68,6 +68,16 @@ def linear_warmup_decay(warmup: int, total: int) -> Callable[[int], float]:
     return factor
 
 
+def inverse_sqrt(warmup: int) -> Callable[[int], float]:
+    """Linear warmup to the peak, then decay with the inverse square root of the step (Vaswani et al. 2017;
+    fairseq's ``inverse_sqrt``, the schedule of Unicoder's pre-training): factor sqrt(warmup / step) after it."""
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        return (max(1, warmup) / (step + 1)) ** 0.5
+    return factor
+
+
 def warmup_then_scaled(warmup: int, scale: list[float]) -> Callable[[int], float]:
     """Linear warmup, then constant times ``scale[0]`` (halved in place by ``halve_on_plateau``)."""
     def factor(step: int) -> float:
@@ -124,7 +134,7 @@ class LoopSettings:
     eval_every: int = 100
     patience: int = 0  # stop after N evaluations without improvement (0 = never); halve_on_plateau: N in all
     desc: str = "train"
-    schedule: str = "linear"  # or halve_on_plateau (see xlt.config.TrainConfig.schedule)
+    schedule: str = "linear"  # halve_on_plateau (xlt.config.TrainConfig.schedule), inverse_sqrt (stages)
 
 
 @dataclass
@@ -153,9 +163,9 @@ def run_loop(accelerator: Accelerator, model: torch.nn.Module, settings: LoopSet
     total = settings.max_steps
     warmup = int(settings.warmup_ratio * total)
     lr_scale = [1.0]
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_then_scaled(warmup, lr_scale) if
-                                                  settings.schedule == "halve_on_plateau" else
-                                                  linear_warmup_decay(warmup, total))
+    schedules = {"halve_on_plateau": lambda: warmup_then_scaled(warmup, lr_scale),
+                 "inverse_sqrt": lambda: inverse_sqrt(warmup), "linear": lambda: linear_warmup_decay(warmup, total)}
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedules[settings.schedule]())
     # the scheduler stays outside accelerate: it would step it once per process (our batch is global)
     model, optimizer = accelerator.prepare(model, optimizer)
     unwrapped = accelerator.unwrap_model(model)

@@ -24,6 +24,7 @@ class Method:
     serve_with_translation: ClassVar[bool] = False  # served models read each input with its translation (FILTER)
     serve_via_translation: ClassVar[bool] = False  # served models predict on the input's translation (translate-test)
     serve_with_language: ClassVar[bool] = False  # served models read each input's language (TALL's decoder token)
+    fidelity: ClassVar[tuple] = ()  # xlt.fidelity.Deviation entries: where xlt follows its paper and where not
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

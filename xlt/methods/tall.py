@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from xlt.errors import ConfigError
+from xlt.fidelity import Deviation
 from xlt.methods import Method
 from xlt.models.decoder import TiedDecoder
 from xlt.models.families import layer_norm_eps
@@ -29,6 +30,18 @@ class Tall(Method):
     paper = "Xia et al. 2021"
     serve_with_language = True  # the runtime passes each input's language token (xlt.serve)
     Options = TallOptions
+    fidelity = (
+        Deviation("NLU read-out", "section 2: the sentence is fed again to the decoder after its language token; "
+                  "\"the final hidden states of the decoder except the last one\" feed the NLU predictor (token t "
+                  "is read from the state that has read the tokens before it, as BART)",
+                  "the same (xlt/models/encoder_decoder.py); until issue 101 token t was read from its own "
+                  "position, a state that had read t's raw embedding", "fixed", "tall_readout"),
+        Deviation("the decoder's memory", "the encoder's last layer (XLM-R, trained by MLM: its last states keep "
+                  "each token's identity)", "the last layer by default; options.memory_layer / memory_mix of the "
+                  "stage choose another layer or a learned mix (e5-small's last states keep a token's own "
+                  "embedding as its nearest row for 23.7 % of tokens)", "setting added; measured by the copy "
+                  "probe (benchmarks/results/tall-copy-probe.json)", "tall_memory"),
+    )
 
     def _decoder_meta(self) -> dict:
         from xlt import zoo

@@ -11,6 +11,7 @@ trivial minimum allows, and the model answered one class for every pair; docs/be
 ``distance``: ``mse`` (the paper) or ``cosine``; ``reduction``: ``mean`` over hidden dimensions
 (``torch.nn.MSELoss`` as in the paper's code; the term is then ~1e-3 of the task loss on e5-small) or ``sum``;
 ``pooling``: ``cls``, ``mean``, or ``""`` = the task head's pooling (the paper aligns the classifier's vector).
+Each training step also logs ``align_task_grad_ratio`` (``gradient_ratio``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Literal
 
 import torch
 
+from xlt.fidelity import Deviation
 from xlt.losses.alignment import SentenceAlignmentLoss
 from xlt.methods import Method
 from xlt.models import pool
@@ -38,6 +40,14 @@ class XeroAlign(Method):
     description = "task loss + distance between sentence embeddings of source inputs and their translations"
     paper = "Gritta & Iacobacci 2021"
     Options = XeroAlignOptions
+    fidelity = (
+        Deviation("training", "task loss and alignment loss together (aligning before or after fails)",
+                  "the same", "as the paper"),
+        Deviation("alignment loss scale", "\"MSE\" between the CLS vectors of a sentence and its translation "
+                  "(the authors' code: torch.nn.MSELoss, i.e. the mean over the hidden dimensions)",
+                  "the mean by default; options.reduction=sum sums over the 384 dimensions; each step logs "
+                  "align_task_grad_ratio", "open: sum vs mean, 3 seeds", "xeroalign_scale"),
+    )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -56,5 +66,21 @@ class XeroAlign(Method):
         src = pool(out["hidden"], batch["attention_mask"], how)
         tgt = pool(translated["hidden"], batch["pair"]["attention_mask"], how)
         align = self.alignment(src, tgt)
-        return {**parts, "loss": parts["loss"] + self.options.weight * align, "task_loss": parts["loss"].detach(),
-                "align_loss": align.detach()}
+        weighted = self.options.weight * align
+        out_parts = {**parts, "loss": parts["loss"] + weighted, "task_loss": parts["loss"].detach(),
+                     "align_loss": align.detach()}
+        if torch.is_grad_enabled() and out["hidden"].requires_grad:
+            out_parts["align_task_grad_ratio"] = gradient_ratio(weighted, parts["loss"], out["hidden"])
+        return out_parts
+
+
+def gradient_ratio(align: torch.Tensor, task: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+    """||d(weighted alignment)/d hidden|| / ||d(task loss)/d hidden||: how strongly each term pulls the source
+    side's encoder states (B, T, H) this step (issue 101: with the paper's mean over 384 dimensions the alignment
+    term's pull is far below the task's).  Only the small graphs above ``hidden`` are walked; nothing changes the
+    gradients the optimiser sees."""
+    g_align, = torch.autograd.grad(align, hidden, retain_graph=True, allow_unused=True)
+    g_task, = torch.autograd.grad(task, hidden, retain_graph=True, allow_unused=True)
+    if g_align is None or g_task is None:
+        return torch.zeros((), device=hidden.device)
+    return (g_align.norm() / g_task.norm().clamp(min=1e-12)).detach()

@@ -1,7 +1,9 @@
 """TreLM's encoder (Li et al., "Cross-lingual transfer learning for pretrained language models", ICLR 2021
 submission; code github agcbi2017/TreLM): a BERT-style encoder whose N layers are split into a lower and an upper
 half with a TRILayer between them — one more transformer layer, initialised from layer N/2 — and a language embedding
-(zero-initialised) added to the inputs and again, with the position embeddings, before the TRILayer.
+added to the inputs and again, with the position embeddings, before the TRILayer.  The language embeddings start
+orthogonal (rows of norm 1, as the paper initialises them); ``lang_init="zeros"`` is xlt's earlier start (the two languages
+indistinguishable until training separates them), ``"normal"`` the authors' code (BERT's N(0, 0.02) init).
 
 One forward pass serves both of TreLM's objectives (its "unified formulation"):
 - MLM: the input is the (masked) sentence itself; ``order`` is None (every state stays where it is);
@@ -34,7 +36,7 @@ def reorder(hidden: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
 
 
 class TreLMEncoder(nn.Module):
-    def __init__(self, bert: nn.Module, languages: list[str]) -> None:
+    def __init__(self, bert: nn.Module, languages: list[str], lang_init: str = "orthogonal") -> None:
         super().__init__()
         n = len(bert.encoder.layer)
         if n % 2:
@@ -44,7 +46,14 @@ class TreLMEncoder(nn.Module):
         self.split = n // 2
         self.trilayer = copy.deepcopy(bert.encoder.layer[self.split])
         self.lang = nn.Embedding(len(languages), bert.config.hidden_size)
-        nn.init.zeros_(self.lang.weight)
+        if lang_init == "orthogonal":
+            nn.init.orthogonal_(self.lang.weight)
+        elif lang_init == "zeros":
+            nn.init.zeros_(self.lang.weight)
+        elif lang_init == "normal":
+            nn.init.normal_(self.lang.weight, std=bert.config.initializer_range)
+        else:
+            raise ValueError(f"lang_init must be orthogonal, zeros or normal, not {lang_init!r}")
 
     @property
     def config(self):

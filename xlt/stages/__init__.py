@@ -46,6 +46,7 @@ class Stage:
     # a synthetic language named in the config grows the model's vocabulary (xlt.synthetic); False for a stage
     # that builds its own target vocabulary (TreLM)
     grows_synthetic_vocabulary: ClassVar[bool] = True
+    fidelity: ClassVar[tuple] = ()  # xlt.fidelity.Deviation entries: where xlt follows its paper and where not
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -221,7 +222,7 @@ def _run_phases(cfg, stage_class, accelerator, resume: bool, stop_after: tuple[i
                               make_batch=lambda idx, step: _to(make_batch(idx, step), accelerator.device),
                               loss=loss, evaluate=lambda m: stage.evaluate(m, accelerator), count=stage.count)
             settings = LoopSettings(phase.steps, phase.lr, phase.weight_decay, phase.warmup_ratio, phase.grad_clip,
-                                    phase.eval_every, 0, f"{phase.name}")
+                                    phase.eval_every, 0, f"{phase.name}", schedule=phase.schedule)
             if accelerator.is_main_process:
                 phase_dir.mkdir(parents=True, exist_ok=True)
             stop = stop_after[1] if stop_after and stop_after[0] == i else None

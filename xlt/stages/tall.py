@@ -28,6 +28,7 @@ from xlt.config import positive, ranged
 from xlt.core.batching import length_bucketed_batches, pad_ids
 from xlt.core.vocab import token_id
 from xlt.errors import ConfigError
+from xlt.fidelity import Deviation
 from xlt.losses.seq2seq import BackTranslation, DenoisingAutoEncoder, add_noise
 from xlt.models.decoder import DecoderSettings, TiedDecoder, init_from_encoder
 from xlt.models.families import layer_norm_eps
@@ -67,6 +68,22 @@ class Tall(Stage):
     description = "TALL: encoder + tied decoder trained by unsupervised MT (denoising + back-translation)"
     paper = "Xia et al. 2021 (TALL); Lample et al. 2018b (unsupervised MT)"
     Options = TallOptions
+    fidelity = (
+        Deviation("objectives", "denoising auto-encoding + on-the-fly back-translation on monolingual text "
+                  "(Lample et al. 2018b)", "the same (xlt/losses/seq2seq.py), noise as Lample et al. (drop 0.1, "
+                  "shuffle within 3)", "as the paper"),
+        Deviation("what trains", "all parameters", "the shipped configs freeze the encoder for the first phase "
+                  "(600 DAE steps warming the new decoder up), then train everything", "open: not measured"),
+        Deviation("the decoder's memory", "the encoder's last layer (XLM-R)", "last layer by default; "
+                  "options.memory_layer (k: encoder layer k) or options.memory_mix (a learned softmax mix of all "
+                  "layers)", "setting added; copy probe by layer", "tall_memory"),
+        Deviation("decoder initialisation", "a new transformer decoder (XLM's UMT starts both sides from the "
+                  "pretrained model)", "random 2-layer decoder; options.decoder_init=encoder copies encoder layers",
+                  "setting; a 200-step probe learnt no faster (9.6 % against 9.1 % token accuracy)"),
+        Deviation("BLEU", "sacreBLEU", "sacreBLEU's standard tokenizers (ja-mecab, zh, 13a), character BLEU beside "
+                  "for Japanese and Chinese; rows before issue 101 are character BLEU (bleu_tokenize: char)",
+                  "fixed"),
+    )
 
     @classmethod
     def extra_vocabulary(cls, cfg, tokenizer) -> list[list[int]]:

@@ -21,6 +21,7 @@ import fnmatch
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 from torch import nn
@@ -29,6 +30,7 @@ from xlt.config import positive, ranged
 from xlt.core.batching import IGNORE, pad_ids
 from xlt.core.vocab import token_id
 from xlt.errors import ConfigError, DataError
+from xlt.fidelity import Deviation
 from xlt.losses.mlm import MaskedLanguageModel, mask_tokens, save_mlm_head
 from xlt.losses.unicoder import ParaphraseClassifier, SharedHeadMLM, WordRecovery
 from xlt.models.families import family_of
@@ -51,6 +53,9 @@ class UnicoderOptions:
     # TLM: the translation's positions start again from 0, as in XLM's TLM (Lample & Conneau 2019), which Unicoder's
     # TLM is; false: positions run on through the pair, as fine-tuning on sentence pairs reads it
     tlm_reset_positions: bool = True
+    # how batches pick their language: "proportional" to each language's data (xlt's first recipe: de + es were
+    # 62 % of the pairs), or "equal": each batch one language, the languages in turn (as Unicoder samples them)
+    language_sampling: Literal["proportional", "equal"] = "proportional"
     eval_examples: int = 500  # held-out examples per task
     bucket_size: int = positive(50)
 
@@ -68,6 +73,17 @@ class Unicoder(Stage):
     description = "Unicoder: MLM, TLM, cross-lingual word recovery, paraphrase classification, code-switched MLM"
     paper = "Huang et al. 2019 (Unicoder); Lample & Conneau 2019 (TLM)"
     Options = UnicoderOptions
+    fidelity = (
+        Deviation("tasks", "MLM, TLM, cross-lingual word recovery, paraphrase classification (hard negatives), "
+                  "code-switched MLM", "the same five (xlt/losses/unicoder.py)", "as the paper"),
+        Deviation("optimisation", "learning rate 1e-5, inverse-square-root decay, batch 512",
+                  "shipped config: 5e-5 with linear decay at batch 32; phases[].schedule=inverse_sqrt and lr "
+                  "give the paper's schedule", "open: all5 with the paper's schedule", "unicoder_optimisation"),
+        Deviation("language sampling", "languages sampled with equal probability",
+                  "in proportion to each language's data by default (de + es are 62 % of the shipped pairs); "
+                  "options.language_sampling=equal draws them in turn", "open: measured with the schedule",
+                  "unicoder_optimisation"),
+    )
 
     @classmethod
     def extra_vocabulary(cls, cfg, tokenizer) -> list[list[int]]:
@@ -168,8 +184,18 @@ class Unicoder(Stage):
         both = [len(a) + len(b) for a, b in zip(pairs.english, pairs.other)]
         return both + both if task == "paraphrase" else both
 
+    def _languages(self, task: str) -> list[str]:
+        """The language of each training example of ``task`` (a pair's: its non-English side)."""
+        if task == "mlm":
+            return list(self.corpus.train_langs)
+        if task == "cs_mlm":
+            return [next((x for x in d.langs if x != "en"), "en") for d in self.docs]
+        return list(self.pairs.lang) * (2 if task == "paraphrase" else 1)
+
     def _plan(self, phase) -> Interleaved:
-        return Interleaved(list(phase.objectives), {t: self._sizes(t) for t in phase.objectives}, TASKS)
+        groups = {t: self._languages(t) for t in phase.objectives} if self.options.language_sampling == "equal" \
+            else None
+        return Interleaved(list(phase.objectives), {t: self._sizes(t) for t in phase.objectives}, TASKS, groups)
 
     def batches(self, phase, epoch: int) -> list[list[int]]:
         for task in phase.objectives:

@@ -75,17 +75,50 @@ def code_switched_documents(english: list[list[int]], other: list[list[int]], la
     return docs
 
 
+def language_balanced_batches(lengths: list[int], groups: list[str], batch_size: int, bucket_size: int, seed: int,
+                              epoch: int) -> list[list[int]]:
+    """As many batches as ``length_bucketed_batches`` makes of all the examples, but each batch of one language
+    (``groups[i]``: the language of example i), the languages in turn: every language is drawn equally often
+    whatever its size (Unicoder samples its languages with equal probability); a language whose batches run out
+    starts another pass with a new shuffle."""
+    langs = sorted(set(groups))
+    members = {g: [i for i, x in enumerate(groups) if x == g] for g in langs}
+    total = -(-len(lengths) // batch_size) if len(langs) == 1 else \
+        sum(-(-len(m) // batch_size) for m in members.values())
+    per: dict[str, list[list[int]]] = {g: [] for g in langs}
+    passes = {g: 0 for g in langs}
+    out = []
+    for t in range(total):
+        g = langs[t % len(langs)]
+        if not per[g]:
+            local = length_bucketed_batches([lengths[i] for i in members[g]], batch_size, bucket_size,
+                                            seed + 7919 * (langs.index(g) + 1), epoch * 1000 + passes[g])
+            per[g] = [[members[g][i] for i in b] for b in local]
+            passes[g] += 1
+        out.append(per[g].pop(0))
+    return out
+
+
 class Interleaved:
     """Batches of the objectives in ``order``, one of each in turn; each objective's examples have their own length-
-    bucketed order (``lengths[objective]``), repeated with a new shuffle when it runs out before the longest."""
+    bucketed order (``lengths[objective]``), repeated with a new shuffle when it runs out before the longest.
+    ``groups[objective]`` (the language of each example), where given, makes that objective's batches language-
+    balanced (``language_balanced_batches``)."""
 
-    def __init__(self, order: list[str], lengths: dict[str, list[int]], names: list[str]) -> None:
+    def __init__(self, order: list[str], lengths: dict[str, list[int]], names: list[str],
+                 groups: dict[str, list[str]] | None = None) -> None:
         self.order, self.lengths, self.names = order, lengths, names  # names: every objective, code = position
+        self.groups = groups or {}
+
+    def _one_pass(self, o: str, batch_size: int, bucket_size: int, seed: int, epoch: int) -> list[list[int]]:
+        if o in self.groups:
+            return language_balanced_batches(self.lengths[o], self.groups[o], batch_size, bucket_size, seed, epoch)
+        return length_bucketed_batches(self.lengths[o], batch_size, bucket_size, seed, epoch)
 
     def batches(self, batch_size: int, bucket_size: int, seed: int, epoch: int) -> list[list[int]]:
         per = {}
         for o in self.order:
-            per[o] = length_bucketed_batches(self.lengths[o], batch_size, bucket_size, seed, epoch * 1000)
+            per[o] = self._one_pass(o, batch_size, bucket_size, seed, epoch * 1000)
         longest = max(len(b) for b in per.values())
         out = []
         for t in range(longest):
@@ -93,8 +126,7 @@ class Interleaved:
                 lists, code = per[o], self.names.index(o)
                 repeat = 1
                 while t >= len(lists):  # a shorter task starts another pass with a new order
-                    lists = lists + length_bucketed_batches(self.lengths[o], batch_size, bucket_size, seed,
-                                                            epoch * 1000 + repeat)
+                    lists = lists + self._one_pass(o, batch_size, bucket_size, seed, epoch * 1000 + repeat)
                     repeat += 1
                 per[o] = lists
                 out.append([code * OFFSET + i for i in lists[t]])
