@@ -132,21 +132,24 @@ def main() -> None:
     ap.add_argument("study")
     ap.add_argument("--data-dir", default="../shared/data")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--only", nargs="+", help="row names (their run folders, without {seed})")
+    ap.add_argument("--only", nargs="+", help="row names (their run folders, without -seed{seed})")
     ap.add_argument("--collect", action="store_true")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--job", nargs=2, metavar=("ROW", "SEED"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     study = load_study(args.study)
-    rows = {r["name"]: r for r in study["rows"]}
+    # a row by its name, or by its name without "-seed{seed}" (what --only takes)
+    rows = {r["name"].replace("-seed{seed}", ""): r for r in study["rows"]}
+    rows.update({r["name"]: r for r in study["rows"]})
     if args.job:
         wait_while_paused()
         run_row(rows[args.job[0]], int(args.job[1]), args.data_dir)
         return
     unknown = set(args.only or []) - set(rows)
     if unknown:
-        raise SystemExit(f"no row {sorted(unknown)} in study {args.study} (rows: {', '.join(rows)})")
-    chosen = [rows[n] for n in args.only] if args.only else study["rows"]
+        raise SystemExit(f"no row {sorted(unknown)} in study {args.study} (rows: "
+                         f"{', '.join(r['name'].replace('-seed{seed}', '') for r in study['rows'])})")
+    chosen = list({id(rows[n]): rows[n] for n in args.only}.values()) if args.only else study["rows"]
     jobs = [(r, s) for r in chosen for s in row_seeds(r, args.seeds)]
     if args.list:
         for r, s in jobs:
@@ -154,7 +157,7 @@ def main() -> None:
             print(f"{r['name'].format(seed=s)}: {kind} {' '.join(resolved_overrides(r, s, args.data_dir))}")
         return
     for r, s in [] if args.collect else jobs:
-        print(f"== {r['name']} seed {s}", flush=True)
+        print(f"== {r['name'].format(seed=s)}", flush=True)
         done = subprocess.run([sys.executable, __file__, args.study, "--data-dir", args.data_dir, "--job", r["name"],
                                str(s)])
         if done.returncode != 0:

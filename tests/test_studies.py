@@ -1,0 +1,49 @@
+"""Every declared study (benchmarks/studies/*.yaml) is well formed: its rows name shipped configs or stages whose
+overrides load (unknown keys, bad values and references to rows that do not exist fail here, not hours into a
+queue), and the runner's results rows carry the labels the docs tables select on."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+STUDIES = sorted((ROOT / "benchmarks" / "studies").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
+def test_every_row_of_a_study_loads_as_a_config(path):
+    import re
+
+    import study
+    from xlt.config import find_config, load_config, load_stage_config
+
+    spec = study.load_study(path.stem)
+    names = {r["name"] for r in spec["rows"]}
+    for row in spec["rows"]:
+        assert ("stage" in row) != ("config" in row), row["name"]
+        for ref in re.findall(r"\{run:([^}]+)\}", " ".join(row.get("overrides", []))):
+            assert ref in names, f"{row['name']}: {{run:{ref}}} is no row of {path.name}"
+        for seed in study.row_seeds(row, [1]):
+            overrides = study.resolved_overrides(row, seed, str(ROOT / "tests"))
+            cfg = (load_stage_config(find_config(row["stage"]), overrides) if "stage" in row else
+                   load_config(find_config(row["config"]), overrides))
+            assert cfg.run_dir.name == row["name"].format(seed=seed)
+
+
+def test_results_rows_carry_the_row_labels(tmp_path, monkeypatch):
+    import study
+
+    run = tmp_path / "x-seed2"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps({
+        "method": "zero_shot", "task": "intent_slot", "dataset": "xsid", "best_step": 10,
+        "train_summary": {"step": 10, "train_seconds": 1.0, "cpu": "test"},
+        "per_language": {"en": {"intent_acc": 0.5, "slot_f1": 0.25, "n": 4}, "de": {"intent_acc": 0.1, "n": 4}}}))
+    monkeypatch.setattr(study, "RUNS", tmp_path)
+    rows = study.result_rows({"name": "x-seed{seed}", "config": "xsid-zero-shot", "langs": ["de"],
+                              "labels": {"deviation": "d", "variant": "after"}}, 2)
+    assert rows == [{"method": "zero_shot", "task": "intent_slot", "dataset": "xsid", "deviation": "d",
+                     "variant": "after", "run": "x-seed2", "seed": 2, "lang": "de", "intent_acc": 0.1, "n_test": 4,
+                     "steps": 10, "best_step": 10, "train_seconds": 1.0, "cpu": "test"}]
