@@ -344,12 +344,18 @@ def test_decoder_memory_reads_the_chosen_encoder_layer_or_a_learned_mix(tmp_path
         dec(memory_mix=n + 1).memory(encoder, ids, mask)
 
 
-def test_tall_stage_with_its_decoder_on_a_lower_layer(pair_corpus, tmp_path, xlt_home):
+def test_tall_stage_with_its_decoder_on_a_lower_layer(pair_corpus, tmp_path, xlt_home, tiny_cfg):
     from xlt.errors import ConfigError
+    from xlt.evaluation import evaluate_run
+    from xlt.finetune import train
 
     cfg = tall_cfg(pair_corpus, tmp_path, "options.memory_layer=1", "phases.1.steps=1", "phases.1.eval_every=1")
     out = run_stage(cfg)
     encoder, _, _ = zoo.load_encoder(str(out))
     assert TiedDecoder.load(out, encoder.config.hidden_size).settings.memory_layer == 1
+    # TALL's NLU fine-tune reads the same layer (the decoder's settings travel with it)
+    run = train(tiny_cfg("train.method=tall", f"model.name={out}", "name=tall-layer1", "train.max_steps=2",
+                         "train.eval_every=2"))
+    assert evaluate_run(run)["per_language"]["en"]["n"] > 0
     with pytest.raises(ConfigError, match="memory_layer"):
         run_stage(tall_cfg(pair_corpus, tmp_path, "name=bad", "options.memory_layer=99"))
