@@ -322,10 +322,19 @@ FIDELITY_TABLES = {
                     "where=deviation:tall_readout|baseline,dataset:xsid by=variant langs=en,ja -->",
     "tall_memory": "<!-- xlt:rows file=tall-copy-probe where=step:300 columns=variant,heldout_token_accuracy,"
                    "heldout_loss,seconds -->",
-    "filter_layers": "<!-- xlt:pivot file=fidelity metric=slot_f1,accuracy where=deviation:filter_layers "
-                     "by=dataset,variant langs=en,es -->",
-    "xeroalign_scale": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1,accuracy "
-                       "where=deviation:xeroalign_scale by=dataset,variant langs=summary -->",
+    "filter_layers": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 where=deviation:filter_layers,"
+                     "dataset:mtod by=variant langs=en,es -->\n\n<!-- xlt:pivot file=fidelity metric=accuracy "
+                     "where=deviation:filter_layers,dataset:pawsx by=variant langs=en,es -->",
+    "xeroalign_scale": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 "
+                       "where=deviation:xeroalign_scale,dataset:xsid by=variant langs=summary -->\n\n"
+                       "<!-- xlt:pivot file=fidelity metric=accuracy "
+                       "where=deviation:xeroalign_scale,dataset:pawsx by=variant langs=en,es -->",
+    "unicoder_optimisation": "<!-- xlt:pivot file=fidelity metric=accuracy where=deviation:unicoder_optimisation,"
+                             "dataset:xnli,method:zero_shot by=variant langs=en,de,es,tr,zh -->\n\n"
+                             "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 where=deviation:"
+                             "unicoder_optimisation,dataset:xsid,method:zero_shot by=variant langs=en,de,ja,tr,zh -->",
+    "trelm_scarce_labels": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1,semantic_acc "
+                           "where=deviation:trelm_scarce_labels,dataset:mtod by=train_subset,variant langs=es -->",
 }
 
 
