@@ -359,8 +359,20 @@ def fidelity_page() -> str:
             seen.add(cls.fidelity)
             parts.append(f"## {name} ({kind}) — {cls.paper}\n\n{markdown_table(cls.fidelity)}")
             for key in dict.fromkeys(d.key for d in cls.fidelity if d.key in measured and d.key in FIDELITY_TABLES):
-                parts.append(f"Measured (`{key}`):\n\n{FIDELITY_TABLES[key]}\n")
+                shown = [m for m in FIDELITY_TABLES[key].split("\n\n") if _renders(m)]
+                if shown:
+                    parts.append(f"Measured (`{key}`):\n\n" + "\n\n".join(shown) + "\n")
     return "\n".join(parts)
+
+
+def _renders(marker: str) -> bool:
+    """Whether a results marker has rows to show yet (a study's table appears once its rows are measured)."""
+    kind, params = results.MARKER.search(marker).groups()
+    try:
+        (results.pivot if kind == "pivot" else results.rows_table)(results.parse(params))
+    except results.MarkerError:
+        return False
+    return True
 
 
 def _rows_or_none(name: str) -> list[dict]:
