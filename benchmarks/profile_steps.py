@@ -57,17 +57,15 @@ def profile_finetune(data_dir: str, batch: int, precision: str, steps: int) -> N
 
 def time_collation(data_dir: str, batch: int, batches: int = 40) -> None:
     """Milliseconds the host spends turning encoded items into one batch of tensors (no model, no device)."""
-    from xlt import zoo
     from xlt.config import find_config, load_config
     from xlt.core.batching import collate, length_bucketed_batches
-    from xlt.core.vocab import prepare_tokenizer
-    from xlt.pipeline import make_run, pad_id, prepare_data
+    from xlt.finetune import Run
+    from xlt.trained import pad_id
 
     with tempfile.TemporaryDirectory() as out:
         cfg = load_config(find_config("xsid-zero-shot"), [f"data.data_dir={data_dir}", f"output_dir={out}"])
-        ctx, method = make_run(cfg)
-        ctx.tokenizer = prepare_tokenizer(zoo.load_tokenizer(zoo.resolve(cfg.model.name)))
-        data = prepare_data(ctx, method)
+        run = Run.from_config(cfg)
+        ctx, data = run.ctx, run.data()
     pad = pad_id(ctx.tokenizer, data.trim)
     order = length_bucketed_batches([len(e.input_ids) for e in data.train], batch, cfg.train.bucket_size, 1, 0)
     order = order[:batches]

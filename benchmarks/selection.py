@@ -65,7 +65,7 @@ def run_job(config: str, seed: int, data_dir: str) -> None:
     from xlt.config import find_config, load_config
     from xlt.core.context import RunContext
     from xlt.evaluation import evaluate_run, selection_detail
-    from xlt.pipeline import target_dev_langs
+    from xlt.finetune import target_dev_langs
     from xlt.report import write_report
     from xlt.finetune import average_states, kept_checkpoints, train
 

@@ -123,7 +123,7 @@ STAGES = {
     **{f"{stage}_reset": ("pretrain-unicoder", lambda lang, stage=stage: _unicoder_reset(stage, lang))
        for stage in ("unicoder_mlm+tlm", "unicoder_all5", "unicoder_mlm+tlm_xsid")},
     # ... and with the word embeddings learning in the first phase too, at its lr (1e-3, 300 steps; the body frozen):
-    # fresh rows move ~0.2 (L2) in 600 steps at 5e-4 (synthetic_basin.py), far from the 1-2 to where they belong
+    # fresh rows move ~0.2 (L2) in 600 steps at 5e-4 (synthetic_basin.py, at commit 1389b2d), far from the 1-2 to where they belong
     "unicoder_mlm+tlm_xsid_reset_embeddings": ("pretrain-unicoder", lambda lang: [
         *_unicoder_reset("unicoder_mlm+tlm_xsid", lang), *_embedding_phase(300)]),
     "unicoder_mlm+tlm_xsid_reset_embeddings_1500": ("pretrain-unicoder", lambda lang: [
@@ -173,7 +173,7 @@ STAGES = {
     # TreLM's "from scratch" baseline: the migrated run's vocabulary and architecture, every weight random, the same
     # phases and steps (run after pretrain-trelm-VARIANT)
     "trelm_scratch": ("pretrain-trelm-es", lambda lang: _reusing_base("trelm", lang, "scratch")),
-    # the bridge on COMPARABLE text (trelm_alignment_probe.py: the disjoint files' domains differ, and no seed finds
+    # the bridge on COMPARABLE text (trelm_alignment_probe.py at commit 1389b2d: the disjoint files' domains differ, and no seed finds
     # the bijection there): all four files on both sides, English their even lines, the synthetic language the image
     # of their odd lines (corpus.line_selection: still no sentence on both sides); CdLM's pairs as above
     "trelm_bridge_comparable": ("pretrain-trelm-es", lambda lang: [

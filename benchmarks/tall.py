@@ -18,7 +18,7 @@ language and its human translations (``# text``), both directions: BLEU and sent
 here; for scale, Apertium eng->hbs (Serbian) on the xSID sr test set, same measures (another language: throughput,
 not quality, compares).
 
-Probe (``probe-en-ja``, ``probe-en-de``; ``tall_probe.py``): how alike the encoder's and the decoder's states are for
+Probe (``probe-en-ja``, ``probe-en-de``; ``probes/tall_probe.py``): how alike the encoder's and the decoder's states are for
 an xSID test utterance and its translation (retrieval top-1, cosines), before and after NLU fine-tuning.
 
     python benchmarks/tall.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
@@ -66,22 +66,6 @@ def run_nlu(pair: str, variant: str, seed: int, data_dir: str) -> Path:
     return train_evaluate(cfg)
 
 
-def xsid_pairs(data_dir: str, lang: str, as_tokenized: bool = False) -> tuple[list[str], list[str]]:
-    """(English originals, human translations) of the xSID test set of ``lang``, from its comment lines.  xSID's
-    Japanese text has spaces between words; Japanese is written without them (and BLEU on it is by character), so
-    they are removed unless ``as_tokenized`` (the words the NLU model reads)."""
-    from xlt.stages.translation_eval import CHARACTER_BLEU
-
-    en, tgt = [], []
-    for block in (Path(data_dir) / "xsid" / f"{lang}.test.conll").read_text(encoding="utf-8").split("\n\n"):
-        got = dict(line[2:].split(" = ", 1) for line in block.splitlines() if line.startswith("# ") and " = " in line)
-        if got.get("text") and got.get("text-en"):
-            en.append(got["text-en"].strip())
-            joined = lang in CHARACTER_BLEU and not as_tokenized
-            tgt.append("".join(got["text"].split()) if joined else got["text"].strip())
-    return en, tgt
-
-
 def measure_translator(translator, name: str, en: list[str], tgt: list[str], lang: str) -> list[dict]:
     """BLEU against the human side and sentences/s, en->lang and lang->en (no cache: the timing is the backend's)."""
     import time
@@ -106,6 +90,7 @@ def measure_translator(translator, name: str, en: list[str], tgt: list[str], lan
 def run_translate(pair: str, data_dir: str) -> None:
     import torch
 
+    from probes.tall_probe import xsid_pairs
     from xlt.translate import get_translator
 
     torch.set_num_threads(2)
@@ -126,7 +111,7 @@ def run_translate(pair: str, data_dir: str) -> None:
 
 
 def run_probe(pair: str, data_dir: str) -> None:
-    from tall_probe import probe
+    from probes.tall_probe import probe
 
     stage = RUNS / pretrain_name(pair, "none")
     if not (stage / "results.json").exists():

@@ -146,7 +146,7 @@ def markdown(out: dict) -> str:
     if probes:
         lines += ["", "## Probe: are the states of an xSID test utterance and its translation alike?", "",
                   "Mean-pooled states; retrieval top-1 among all test utterances (both directions averaged), mean "
-                  "cosine of true pairs vs other pairs (benchmarks/tall_probe.py).", "",
+                  "cosine of true pairs vs other pairs (benchmarks/probes/tall_probe.py).", "",
                   "| pair | model | states | sentences | retrieval top-1 | pair cosine | other cosine |",
                   "|---" * 7 + "|"]
         lines += [f"| {r['pair']} | {r['model']} | {r['states']} | {r['sentences']} | "

@@ -243,8 +243,8 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     """``model`` / ``config`` / ``extra`` overrides / ``results`` folder: the smoke test's tiny model."""
     from xlt import zoo
     from xlt.config import find_config, load_config
-    from xlt.core.vocab import prepare_tokenizer
-    from xlt.pipeline import make_run, pad_id, prepare_data
+    from xlt.finetune import Run
+    from xlt.trained import pad_id
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default="../shared/data")
@@ -268,10 +268,9 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
               f"train.compile={str(args.compile).lower()}", *(extra or [])]
     # the Trainer's data: the same sentences, encoded by xlt over the full vocabulary
     cfg = load_config(find_config(config), [*common, "model.trim_vocab=false"])
-    ctx, method = make_run(cfg)
-    folder = zoo.resolve(cfg.model.name)
-    ctx.tokenizer = prepare_tokenizer(zoo.load_tokenizer(folder))
-    data = prepare_data(ctx, method)
+    run = Run.from_config(cfg)
+    ctx, folder = run.ctx, zoo.resolve(cfg.model.name)
+    data = run.data()
     rows = hf_rows(data.train, data.labels)
     peak = gemm_peak()
     # autocast runs the matmuls in bf16 / fp16: the fraction of peak of those rows is against that dtype's peak

@@ -13,7 +13,7 @@ multi-language fine-tuning where translations exist (XNLI: es by Apertium; xSID:
 results/xsid-zero-shot.json: the same configs and seeds.
 
     python benchmarks/unicoder.py --data-dir ../shared/data [--seeds 1 2 3] [--only JOB ...]
-    python benchmarks/unicoder.py --only probe-all   # benchmarks/unicoder_probe.py on every finished pre-training
+    python benchmarks/unicoder.py --only probe-all   # benchmarks/probes/unicoder_probe.py on every finished pre-training
     python benchmarks/unicoder.py --collect
 
 Writes ``benchmarks/results/unicoder.{json,md}``; resumable; ``touch benchmarks/runs/PAUSE`` holds the queue.
@@ -45,6 +45,18 @@ MORE_TEXT = {"mlm+tlm_reset_libreoffice": "libreoffice"}
 MULTI = {"xnli": ["train.method=multi_language", "translation.translator=apertium", "translation.languages=[es]"],
          "xsid": ["train.method=multi_language", "translation.translator=apertium", "translation.languages=[sr,da]",
                   "translation.per_language=[da=file]"]}
+
+
+def seen_languages(runs: Path) -> set[str]:
+    """The languages a pre-training read: English, those of its translation pairs and of its mono/{lang}/ files."""
+    import json
+    import re
+
+    for run in sorted(runs.glob("unicoder-*/results.json")):
+        res = json.loads(run.read_text())
+        mono = {m.group(1) for f in res["corpus"]["files"] if (m := re.search(r"/mono/([^/]+)/", f["file"]))}
+        return {"en", *mono, *(res["export"]["data"]["parallel"].get("pairs_per_language") or {})}
+    return set()
 
 
 def stage_dir(variant: str) -> Path:
@@ -107,12 +119,11 @@ def queue(seeds: list[int]) -> list[tuple[str, int]]:
 
 
 def run_probe(data_dir: str) -> None:
-    """benchmarks/unicoder_probe.py on the shipped encoder and every finished pre-training -> runs/unicoder-probe.json
+    """benchmarks/probes/unicoder_probe.py on the shipped encoder and every finished pre-training -> runs/unicoder-probe.json
     (rows merged with those of earlier probes: a pre-training no longer here keeps its committed rows)."""
     import json
 
-    from unicoder_probe import probe
-    from unicoder_report import _seen
+    from probes.unicoder_probe import probe
 
     out = RUNS / "unicoder-probe.json"
     old = json.loads(out.read_text()) if out.exists() else []
@@ -121,7 +132,7 @@ def run_probe(data_dir: str) -> None:
         done = stage_dir(variant) / "results.json"
         return variant == "none" or (done.exists() and done.stat().st_mtime < out.stat().st_mtime)
     keep = frozenset(r["variant"] for r in old if unchanged(r["variant"]))
-    rows = [r for r in old if r["variant"] in keep] + probe(data_dir, RUNS, list(VARIANTS), _seen(RUNS), keep)
+    rows = [r for r in old if r["variant"] in keep] + probe(data_dir, RUNS, list(VARIANTS), seen_languages(RUNS), keep)
     out.write_text(json.dumps(rows, indent=1))
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from jobqueue import committed_results, git_commit, mean_std, merge_rows
-from unicoder import VARIANTS
+from unicoder import VARIANTS, seen_languages
 
 MAIN = {"xnli": ["accuracy"], "xsid": ["intent_acc", "slot_f1", "semantic_acc"]}
 ORDER = ["none", "mlm", "mlm+tlm", "mlm+tlm_reset", "mlm+tlm_reset_libreoffice", "word_recovery_reset", "word_recovery",
@@ -23,17 +23,6 @@ ORDER = ["none", "mlm", "mlm+tlm", "mlm+tlm_reset", "mlm+tlm_reset_libreoffice",
 XLM_BASE = {**{v: "mlm+tlm" for v, tasks in VARIANTS.items() if {"mlm", "tlm"} < set(tasks) and "_reset" not in v},
             "mlm+tlm_reset": "mlm+tlm",
             **{v: "mlm+tlm_reset" for v in VARIANTS if "_reset" in v and v != "mlm+tlm_reset"}}
-
-
-def _seen(runs: Path) -> set[str]:
-    """The languages a pre-training read: English, those of its translation pairs and of its mono/{lang}/ files."""
-    import re
-
-    for run in sorted(runs.glob("unicoder-*/results.json")):
-        res = json.loads(run.read_text())
-        mono = {m.group(1) for f in res["corpus"]["files"] if (m := re.search(r"/mono/([^/]+)/", f["file"]))}
-        return {"en", *mono, *(res["export"]["data"]["parallel"].get("pairs_per_language") or {})}
-    return set()
 
 
 def _pretrain_rows(run: Path, variant: str) -> list[dict]:
@@ -74,7 +63,7 @@ def collect(runs: Path, results_dir: Path) -> None:
 
     committed = committed_results(results_dir, "unicoder").get("rows", [])
     # no pre-training run here (a fresh checkout): the languages the committed rows were marked as seen in
-    seen = _seen(runs) or {r["lang"] for r in committed if r.get("seen")}
+    seen = seen_languages(runs) or {r["lang"] for r in committed if r.get("seen")}
     rows = []
     for variant in VARIANTS:
         if (stage_dir(variant) / "results.json").exists():
@@ -164,7 +153,7 @@ def _data_lines(pre: list[dict]) -> list[str]:
 
 
 def _probe_lines(probes: list[dict]) -> list[str]:
-    """Retrieval top-1 of a translation by mean-pooled encoder states (benchmarks/unicoder_probe.py), per language."""
+    """Retrieval top-1 of a translation by mean-pooled encoder states (benchmarks/probes/unicoder_probe.py), per language."""
     lines = []
     for dataset in ("xnli", "xsid"):
         got = [r for r in probes if r["dataset"] == dataset]

@@ -143,15 +143,12 @@ def served(tiny_data, xlt_home, tmp_path_factory):
 
 def setup_run(cfg):
     """(ctx, method, data, model, tokenizer) of a run config, as ``xlt.finetune.train`` builds them."""
-    from xlt import zoo
-    from xlt.core.vocab import prepare_tokenizer
-    from xlt.pipeline import build_model, make_run, prepare_data
+    from xlt.finetune import Run
 
-    ctx, method = make_run(cfg)
-    ctx.tokenizer = prepare_tokenizer(zoo.load_tokenizer(zoo.resolve(cfg.model.name)))
-    data = prepare_data(ctx, method)
-    model, tok = build_model(ctx, method, data.labels, data.trim)
-    return ctx, method, data, model, tok
+    run = Run.from_config(cfg)
+    data = run.data()
+    model, tok = run.model(data)
+    return run.ctx, run.method, data, model, tok
 
 
 def make_tall_model(root: Path, model: str = "tiny-random") -> Path:

@@ -11,7 +11,7 @@ from xlt.errors import ConfigError
 from xlt.evaluation import evaluate_run
 from xlt.losses.alignment import alignment_loss
 from xlt.models.fusion import FusionModel, fusion_encode
-from xlt.pipeline import load_trained, pad_id
+from xlt.trained import load_trained, pad_id
 from xlt.tasks import get_task
 from xlt.finetune import train
 from xlt import zoo

@@ -14,7 +14,8 @@ from xlt.core import checkpoint
 from xlt.core.batching import collate
 from xlt.evaluation import evaluate_run
 from xlt.methods import METHODS
-from xlt.pipeline import encode_examples, load_trained, pad_id, save_run_meta
+from xlt.finetune import save_run_meta
+from xlt.trained import encode_examples, load_trained, pad_id
 from xlt.predict import predict
 from xlt.finetune import train
 

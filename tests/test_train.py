@@ -12,7 +12,7 @@ from xlt.core.batching import collate
 from xlt.core.loop import cpu_model
 from xlt.errors import ConfigError
 from xlt.evaluation import evaluate_run
-from xlt.pipeline import build_model, load_trained, pad_id
+from xlt.trained import build_model, load_trained, pad_id
 from xlt.finetune import train
 
 

@@ -8,7 +8,8 @@ from xlt.cli import main as cli_main
 from xlt.data.records import Utterance
 from xlt.errors import ConfigError, DataError
 from xlt.evaluation import evaluate_run
-from xlt.pipeline import load_train_examples, load_trained, make_run
+from xlt.finetune import Run
+from xlt.trained import load_trained
 from xlt.tasks import get_task
 from xlt.finetune import train
 from xlt.translate.test_time import translate_test_predict
@@ -16,9 +17,9 @@ from xlt.translate.train_data import shipped_bio_violations
 
 
 def load_train_rows(cfg, report):
-    ctx, method = make_run(cfg)
-    ctx.report = report
-    return load_train_examples(ctx, method)
+    run = Run.from_config(cfg, tokenizer=False)
+    run.ctx.report = report
+    return run.train_examples()
 
 IDENTITY = ["translation.translator=identity", "translation.extra_parallel=[]"]
 

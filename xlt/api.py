@@ -132,7 +132,7 @@ class Model:
         FILTER, TALL).  An input that is not a text, or that the model cannot take, raises ``xlt.DataError`` naming
         it ("text 2: ..."); a bad ``lang`` too."""
         from xlt.errors import DataError
-        from xlt.serve.predictor import Request, check_lang
+        from xlt.serve.request import Request, check_lang
 
         check_lang(lang)
         if isinstance(texts, (str, bytes)):
@@ -153,6 +153,6 @@ class Model:
 def load(path: Run | str | os.PathLike, graph: str | None = None, batch_size: int = 32) -> Model:
     """A trained run folder (PyTorch) or an export folder (ONNX Runtime; ``graph`` picks model.onnx over the
     default)."""
-    from xlt.serve.predictor import load_predictor
+    from xlt.serve.loader import load_predictor
 
     return Model(load_predictor(Path(os.fspath(path)), graph, batch_size))

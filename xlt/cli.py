@@ -87,7 +87,8 @@ def cmd_eval(args) -> None:
 
 
 def cmd_predict(args) -> None:
-    from xlt.serve.predictor import Request, check_lang, load_predictor
+    from xlt.serve.loader import load_predictor
+    from xlt.serve.request import Request, check_lang
     from xlt.serve.words import InputError
 
     if args.input and args.texts:
@@ -138,7 +139,7 @@ def cmd_serve(args) -> None:
         app = app_from_env()  # load errors surface here, as one line, before the server starts
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     else:
-        from xlt.serve.predictor import load_predictor
+        from xlt.serve.loader import load_predictor
 
         load_predictor(Path(args.path), args.graph)  # check once before starting the workers
         uvicorn.run("xlt.serve.app:app_from_env", factory=True, host=args.host, port=args.port,

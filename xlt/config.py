@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 
 from xlt.errors import ConfigError
+from xlt.registry import METHODS, STAGES
 from xlt.settings import (DEFAULT_RANGE, Range, check_range, absolute_paths, check_ranges, fraction,  # noqa: F401
                           parse_number, path_field, positive, range_of, ranged)
 
@@ -214,9 +215,7 @@ def from_dict(cls: type, data: dict, where: str = "config:") -> Any:
 
 def resolve_method_options(cfg: "RunConfig", where: str = "config:") -> "RunConfig":
     """Replace the raw ``options`` mapping by the method's typed options dataclass (unknown keys are errors)."""
-    from xlt.methods import get_method  # late: methods import this module
-
-    options_type = get_method(cfg.train.method).Options
+    options_type = METHODS.get(cfg.train.method).Options
     raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
     if options_type is None:
         if raw:
@@ -327,8 +326,6 @@ class StageConfig:
 
 
 def load_stage_config(path: str | Path | None, overrides: list[str] | None = None) -> StageConfig:
-    from xlt.stages import get_stage  # late: stages import this module
-
     data, where = read_yaml(path)
     if path is not None and "stage" not in data:
         raise ConfigError(f"{where} is a fine-tuning config (no `stage:` key): run it with `xlt train`")
@@ -336,11 +333,11 @@ def load_stage_config(path: str | Path | None, overrides: list[str] | None = Non
     cfg = from_dict(StageConfig, apply_overrides(data, overrides or []), source)
     if not cfg.phases:
         raise ConfigError(f"{_key(source, 'phases')}: a stage needs at least one phase")
-    options_type = get_stage(cfg.stage).Options
+    options_type = STAGES.get(cfg.stage).Options
     raw = cfg.options if isinstance(cfg.options, dict) else to_dict(cfg.options)
     cfg.options = absolute_paths(from_dict(options_type, raw, _key(source, "options")))  # type: ignore[assignment]
     absolute_paths(cfg)
-    if get_stage(cfg.stage).grows_synthetic_vocabulary:  # TreLM builds its own target vocabulary instead
+    if STAGES.get(cfg.stage).grows_synthetic_vocabulary:  # TreLM builds its own target vocabulary instead
         from xlt.synthetic import with_synthetic_vocabulary
         cfg = with_synthetic_vocabulary(cfg)
     return cfg

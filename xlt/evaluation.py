@@ -8,7 +8,7 @@ from pathlib import Path
 from xlt.config import RunConfig, apply_overrides, from_dict, load_config, resolve_method_options, to_dict
 from xlt.core.batching import inference_device
 from xlt.errors import ConfigError
-from xlt.pipeline import load_trained
+from xlt.trained import load_trained
 from xlt.report import write_report
 
 
@@ -33,7 +33,7 @@ def selection_detail(cfg: RunConfig, metric: str, steps: list[int] | None) -> st
         return (f"uniform average of the weights of the last {t.average_last} evaluated checkpoints{at}, "
                 f"{t.eval_every} steps apart")
     if t.select == "target_dev":
-        from xlt.pipeline import target_dev_langs
+        from xlt.finetune import target_dev_langs
 
         return (f"NOT zero-shot: best mean {metric} on the labelled dev sets of {', '.join(target_dev_langs(cfg))}"
                 f"{at}, checked every {t.eval_every} steps (target-language labels chose the checkpoint)")

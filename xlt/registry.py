@@ -1,6 +1,10 @@
 """Registries filled by discovery: every module of a package (``xlt.tasks``, ``xlt.methods``, ``xlt.stages``,
 ``xlt.data``) is imported once, and the classes or records it registers become available by name.  Adding a task,
-a method, a stage or a dataset is therefore one new file: nothing keeps a hand-written list."""
+a method, a stage or a dataset is therefore one new file: nothing keeps a hand-written list.
+
+The four registries live here, below everything that registers into them or looks a name up: a config names its
+method or stage (``xlt.config`` reads their ``Options``) without importing the packages that define them, which
+import the config module in turn (the package is imported by name on the first look-up)."""
 from __future__ import annotations
 
 import importlib
@@ -43,3 +47,9 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         return [(n, self._items[n]) for n in self.names()]
+
+
+METHODS: Registry = Registry("method", "xlt.methods")  # type[xlt.methods.Method]
+STAGES: Registry = Registry("stage", "xlt.stages")  # type[xlt.stages.Stage]
+TASKS: Registry = Registry("task", "xlt.tasks")  # type[xlt.tasks.Task]
+DATASETS: Registry = Registry("dataset", "xlt.data")  # xlt.data.datasets.Dataset

@@ -55,7 +55,7 @@ SCRIPTS = {
                       "(on a GPU)",
     "tall": "python benchmarks/tall.py --data-dir ../shared/data",
     "fidelity": "python benchmarks/study.py fidelity --data-dir ../shared/data [--only ROW]",
-    "tall-copy-probe": "python benchmarks/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100 "
+    "tall-copy-probe": "python benchmarks/probes/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100 "
                        "[--variants NAME ...]",
     "gemm-ceiling": "python benchmarks/gemm_ceiling.py",
     "training-speed": "python benchmarks/training_speed.py --data-dir ../shared/data",
@@ -63,11 +63,11 @@ SCRIPTS = {
     "training-speed-cuda": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from benchmarks/gpu_pack.py)",
     "training-speed-cuda-b512-bf16": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from "
                                      "benchmarks/gpu_pack.py)",
-    "trelm-synthetic-alignment": "python benchmarks/trelm_alignment_probe.py --data-dir ../shared/data",
-    "trelm-row-geometry": "python benchmarks/trelm_row_geometry.py --data-dir ../shared/data --rescaled",
+    "trelm-synthetic-alignment": "python benchmarks/trelm_alignment_probe.py --data-dir ../shared/data (at commit 1389b2d; removed since: git keeps it)",
+    "trelm-row-geometry": "python benchmarks/trelm_row_geometry.py --data-dir ../shared/data --rescaled (at commit 1389b2d; removed since: git keeps it)",
     "tall-scale": "BUDGET=170 BATCH=1024 bash benchmarks/gpu_run.sh COMMIT tall 330 (on a GPU: "
                   "benchmarks/tall_scale.py)",
-    "synthetic-basin": "python benchmarks/synthetic_basin.py --data-dir ../shared/data",
+    "synthetic-basin": "python benchmarks/synthetic_basin.py --data-dir ../shared/data (at commit 1389b2d; removed since: git keeps it)",
     "translation": "python benchmarks/translation.py --data-dir ../shared/data",
     "translation-throughput": "python benchmarks/translation.py --data-dir ../shared/data",
     "trelm": "python benchmarks/trelm.py --data-dir ../shared/data",

@@ -81,7 +81,7 @@ def bridge_rows(tokenizer, target_files: list[Path], english_tokenizer, source_f
     only: piece -> its English piece) adds the isomorphism ceiling: P@1 of an orthogonal map fitted on half of the
     true piece pairs, on the other half.  Returns (matrix (V_new, H), report)."""
     from xlt.align.embedding_map import heldout_anchor_precision
-    from xlt.align.migrate_vocabulary import CHOSEN, candidate_maps
+    from xlt.align.candidate_maps import CHOSEN, candidate_maps
     from xlt.align.subword_vectors import SPECIALS, fasttext_vectors, token_counts, word_vectors
 
     s = settings

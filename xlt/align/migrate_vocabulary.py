@@ -35,14 +35,10 @@ from pathlib import Path
 import torch
 
 from xlt.config import positive
-from xlt.align.embedding_map import (AdversarialSettings, Normaliser, adversarial_map, heldout_anchor_precision,
-                                     precision_at_1, procrustes, refine)
-from xlt.align.vecmap import similarity_seed
-from xlt.errors import ConfigError, DataError
+from xlt.align.embedding_map import AdversarialSettings, Normaliser, heldout_anchor_precision, precision_at_1
+from xlt.align.candidate_maps import CHOSEN, candidate_maps
+from xlt.errors import DataError
 
-# the map each ``alignment`` setting initialises from
-CHOSEN = {"adversarial": "adversarial+procrustes", "identical_strings": "identical_strings+procrustes",
-          "similarity_seed": "similarity_seed+procrustes"}
 
 
 @dataclass
@@ -174,29 +170,6 @@ def _direct_rows(tokenizer, target_files, source_files, english_tokenizer, engli
     W = maps[CHOSEN[s.alignment]]
     matrix = torch.nn.functional.normalize(norm_new(vectors) @ W.T, dim=1) * english_embeddings.norm(dim=1).mean()
     return matrix, report, anchors, order
-
-
-def candidate_maps(source_space: torch.Tensor, target_space: torch.Tensor, anchors: torch.Tensor, s,
-                   log=print) -> tuple[dict[str, torch.Tensor], dict]:
-    """Every map of the (normalised, most frequent first) source rows onto the target rows: MUSE's adversarial game
-    and its Procrustes refinement (skipped when ``adversarial.epochs`` is 0), MUSE's identical-strings seed (the
-    ``anchors`` (n, 2)) and its refinement, VecMap's similarity seed and its refinement.  Returns (name -> W, logs)."""
-    maps, report = {}, {}
-    if s.adversarial.epochs > 0:
-        maps["adversarial"], report["adversarial"] = adversarial_map(source_space, target_space, s.adversarial, log)
-        maps["adversarial+procrustes"], report["refinement"] = refine(source_space, target_space, maps["adversarial"],
-                                                                      s.refinement_iterations)
-    elif s.alignment == "adversarial":
-        raise ConfigError("vocabulary.alignment=adversarial needs vocabulary.adversarial.epochs > 0")
-    dim = source_space.shape[1]
-    maps["identical_strings"] = procrustes(source_space, target_space, anchors) if len(anchors) else torch.eye(dim)
-    maps["identical_strings+procrustes"], report["identical_strings_refinement"] = refine(
-        source_space, target_space, maps["identical_strings"], s.refinement_iterations)
-    seed = similarity_seed(source_space, target_space, s.seed_words)
-    maps["similarity_seed"] = procrustes(source_space, target_space, seed)
-    maps["similarity_seed+procrustes"], report["similarity_seed_refinement"] = refine(
-        source_space, target_space, maps["similarity_seed"], s.refinement_iterations)
-    return maps, report
 
 
 def identical_string_pairs(tokenizer, english_tokenizer, english_order: torch.Tensor) -> torch.Tensor:

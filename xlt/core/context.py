@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from xlt.config import RunConfig
-from xlt.data.datasets import Dataset, get_dataset, load_split
+from xlt.data.datasets import Dataset, get_dataset
 from xlt.errors import ConfigError
+from xlt.synthetic.data import read_split
 
 
 @dataclass
@@ -46,6 +47,6 @@ class RunContext:
     def load_split(self, lang: str, split: str) -> list:
         """Examples of one split of the run's dataset; the reader's report goes to ``report['files']``."""
         d = self.cfg.data
-        result = load_split(Path(d.data_dir), d.dataset, lang, split, d.orphan_policy)
+        result = read_split(Path(d.data_dir), d.dataset, lang, split, d.orphan_policy)
         self.report.setdefault("files", []).extend(r.to_dict() for r in result.reports)
         return result.examples

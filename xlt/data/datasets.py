@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from xlt.data.records import DataError, Example, ReadReport
-from xlt.registry import Registry
+from xlt import registry
+from xlt.synthetic import is_synthetic
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Dataset:
     notes: str = ""  # stated in every report (e.g. "target dev sets serve as test sets")
 
 
-DATASETS: Registry[Dataset] = Registry("dataset", "xlt.data")
+DATASETS = registry.DATASETS
 
 
 def register_dataset(dataset: Dataset) -> Dataset:
@@ -50,14 +51,12 @@ def get_dataset(name: str) -> Dataset:
 
 
 def load_split(data_dir: Path, dataset: str, lang: str, split: str, orphan_policy: str = "to_b") -> Split:
-    """Read one split of a registered dataset; ``split`` is ``train``, ``valid`` or ``test``."""
+    """Read one split of a registered dataset in a natural language; ``split`` is ``train``, ``valid`` or ``test``.
+    (A split in any language, a synthetic one included: ``xlt.synthetic.data.read_split``.)"""
     if split not in ("train", "valid", "test"):
         raise ValueError(f"split must be train/valid/test, not {split!r}")
-    from xlt.synthetic import parse
-    synthetic = parse(lang)
-    if synthetic is not None:  # syn-en: the English split, re-written (xlt/synthetic)
-        from xlt.synthetic.data import load_synthetic_split
-        return load_synthetic_split(Path(data_dir), dataset, synthetic, split, orphan_policy)
+    if is_synthetic(lang):
+        raise ValueError(f"{lang} is a synthetic language: read it with xlt.synthetic.data.read_split")
     ds = get_dataset(dataset)
     if split == "train" and ds.train_langs is not None and lang not in ds.train_langs:
         raise DataError(f"{dataset} has training data for {', '.join(ds.train_langs)} only, not {lang!r}")

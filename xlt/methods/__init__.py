@@ -12,7 +12,7 @@ from torch import nn
 
 from xlt.core.batching import Encoded
 from xlt.models import TaskModel
-from xlt.registry import Registry
+from xlt import registry
 
 
 class Method:
@@ -61,11 +61,11 @@ class Method:
         return examples
 
     def predict(self, run, examples: list, lang: str, report: dict, accelerator=None) -> list:
-        """Predictions for ``examples`` of ``lang`` with a trained ``run`` (``xlt.pipeline.TrainedRun``)."""
+        """Predictions for ``examples`` of ``lang`` with a trained ``run`` (``xlt.trained.TrainedRun``)."""
         return run.predict(self.eval_inputs(examples, lang, report), accelerator)
 
 
-METHODS: Registry[type[Method]] = Registry("method", "xlt.methods")
+METHODS = registry.METHODS
 
 
 def get_method(name: str) -> type[Method]:

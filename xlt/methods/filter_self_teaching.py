@@ -24,6 +24,7 @@ from xlt.core.batching import Encoded, collate
 from xlt.errors import ConfigError
 from xlt.losses.distillation import distillation_kl, soft_targets
 from xlt.methods.filter import Filter, paired_task_loss
+from xlt.trained import load_trained
 
 
 @dataclass
@@ -76,8 +77,6 @@ class FilterSelfTeaching(Filter):
 
     def before_training(self, data, pad_id: int) -> None:
         """Attach the teacher's soft labels to every training item (computed once, stored as safetensors)."""
-        from xlt.pipeline import load_trained  # late: the pipeline imports the method registry
-
         store = self.ctx.run_dir / "teacher_soft_labels.safetensors"
         names = list(self.task.outputs)
         if not store.exists():

@@ -218,7 +218,7 @@ def app_from_env() -> FastAPI:
     """The app of one uvicorn worker process (``--workers N``): the model and limits come from the environment."""
     import json
 
-    from xlt.serve.predictor import load_predictor
+    from xlt.serve.loader import load_predictor
 
     predictor = load_predictor(os.environ["XLT_SERVE_PATH"], os.environ.get("XLT_SERVE_GRAPH") or None)
     return create_app(predictor, Limits(**json.loads(os.environ.get("XLT_SERVE_LIMITS", "{}"))))

@@ -22,7 +22,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from xlt.errors import DataError
-from xlt.serve.predictor import Predictor, Request, check_lang
+from xlt.serve.predictor import Predictor
+from xlt.serve.request import Request, check_lang
 from xlt.serve.words import InputError
 
 

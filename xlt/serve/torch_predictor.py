@@ -33,7 +33,7 @@ class TorchPredictor(Predictor):
     backend = "pytorch"
 
     def __init__(self, run_dir: Path, batch_size: int = 32, threads: int = 0) -> None:
-        from xlt.pipeline import load_trained
+        from xlt.trained import load_trained
 
         run = load_trained(Path(run_dir))
         if threads:

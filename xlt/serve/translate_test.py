@@ -18,7 +18,7 @@ from xlt.serve.words import InputError
 def labelled_via_translation(predictor, requests: list, prepared: list, errors: dict[int, str],
                              on_error: str) -> tuple[dict[int, dict], dict[int, dict]]:
     """({input index: labelled prediction on the input's own words}, {input index: extra answer fields})."""
-    from xlt.serve.predictor import Request
+    from xlt.serve.request import Request
     from xlt.translate import EXACT, get_translator, tokenize_words
 
     t = predictor.translation

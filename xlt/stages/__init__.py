@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from xlt.errors import XltError
-from xlt.registry import Registry
+from xlt import registry
 
 
 class PretrainModel(nn.Module):
@@ -108,7 +108,7 @@ class Stage:
         return {}
 
 
-STAGES: Registry[type[Stage]] = Registry("stage", "xlt.stages")
+STAGES = registry.STAGES
 
 
 def get_stage(name: str) -> type[Stage]:

@@ -147,12 +147,22 @@ def mentioned(cfg) -> list[SyntheticLanguage]:
     return [found[c] for c in sorted(found)]
 
 
+def grown_name(name: str, base: str) -> str:
+    return f"{name}+syn-{base}"
+
+
+def split_name(name: str) -> tuple[str, str | None]:
+    """``multilingual-e5-small+syn-en`` -> (``multilingual-e5-small``, ``en``); a plain name -> (name, None)."""
+    if "+syn-" in name:
+        head, base = name.rsplit("+syn-", 1)
+        return head, base
+    return name, None
+
+
 def with_synthetic_vocabulary(cfg):
     """``cfg`` with ``model.name`` naming the model grown by the vocabulary of every synthetic language the config
     mentions (``NAME+syn-en``, built on first use by ``xlt.zoo.resolve``): one setting -- the language code -- is
     all a run needs."""
-    from xlt.synthetic.vocab import grown_name, split_name
-
     name = cfg.model.name
     have = set()
     head = name

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlt.synthetic import SyntheticLanguage, to_synthetic, word_links
+from xlt.data.datasets import Split, get_dataset, load_split
+from xlt.synthetic import SyntheticLanguage, parse, to_synthetic, word_links
+from xlt.tasks import get_task
 
 
 def synthetic_example(task, example, lang: SyntheticLanguage):
@@ -26,11 +28,17 @@ def synthetic_example(task, example, lang: SyntheticLanguage):
     return labelled
 
 
+def read_split(data_dir: Path, dataset: str, lang: str, split: str, orphan_policy: str = "to_b") -> Split:
+    """One split of ``dataset`` in any language: a natural one as ``xlt.data.datasets.load_split`` reads it, a
+    synthetic one (``syn-en``) as its base language's split, re-written."""
+    synthetic = parse(lang)
+    if synthetic is None:
+        return load_split(Path(data_dir), dataset, lang, split, orphan_policy)
+    return load_synthetic_split(Path(data_dir), dataset, synthetic, split, orphan_policy)
+
+
 def load_synthetic_split(data_dir: Path, dataset: str, lang: SyntheticLanguage, split: str, orphan_policy: str):
     """One split of ``dataset`` in a synthetic language: the base language's split, re-written."""
-    from xlt.data.datasets import Split, get_dataset, load_split
-    from xlt.tasks import get_task
-
     ds = get_dataset(dataset)
     task = get_task(ds.task, **ds.task_options)
     base = load_split(data_dir, dataset, lang.base, split, orphan_policy)

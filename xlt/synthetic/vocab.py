@@ -132,18 +132,6 @@ def _normalizer_with_images(spec: dict, base: str) -> dict | None:
     return {"type": "Sequence", "normalizers": rules + [original]}
 
 
-def grown_name(name: str, base: str) -> str:
-    return f"{name}+syn-{base}"
-
-
-def split_name(name: str) -> tuple[str, str | None]:
-    """``multilingual-e5-small+syn-en`` -> (``multilingual-e5-small``, ``en``); a plain name -> (name, None)."""
-    if "+syn-" in name:
-        head, base = name.rsplit("+syn-", 1)
-        return head, base
-    return name, None
-
-
 def has_vocabulary(folder: Path, base: str, current: bool = False) -> bool:
     """Whether ``folder`` holds the synthetic vocabulary of ``base`` (``current``: grown with today's ``INIT``)."""
     marker = folder / MARKER

@@ -19,7 +19,7 @@ from torch import nn
 from xlt.align.project import ProjectionStats
 from xlt.core.batching import Encoded
 from xlt.errors import ConfigError
-from xlt.registry import Registry
+from xlt import registry
 
 Labels = dict[str, list[str]]  # label vocabularies by name, e.g. {"intents": [...], "slots": [...]}; labels.json
 Links = set[tuple[int, int]]  # word alignment: (source word index, target word index)
@@ -115,7 +115,7 @@ class Task:
         raise NotImplementedError
 
 
-TASKS: Registry[type[Task]] = Registry("task", "xlt.tasks")
+TASKS = registry.TASKS
 
 
 def get_task(name: str, **options: Any) -> Task:

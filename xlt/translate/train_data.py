@@ -12,7 +12,7 @@ from xlt.align.project import ProjectionStats
 from xlt.align.similarity import align_by_similarity
 from xlt.config import RunConfig
 from xlt.data.bio import orphan_positions
-from xlt.data.datasets import load_split
+from xlt.synthetic.data import read_split
 from xlt.errors import ConfigError, DataError
 from xlt.translate import tokenize_words, translate_cached
 from xlt.translate.resources import (alignment_cache, backend_name, extra_parallel, make_translator, open_cache,
@@ -140,7 +140,7 @@ def translated_training_set(cfg: RunConfig, task, lang: str, source_rows: list, 
     """Training examples in ``lang`` made from ``source_rows``; statistics under ``report['translation'][lang]``."""
     entry = report.setdefault("translation", {}).setdefault(lang, {})
     if cfg.translation.labels == "shipped" or backend_name(cfg, lang) == "shipped":
-        split = load_split(Path(cfg.data.data_dir), cfg.data.dataset, lang, "train", cfg.data.orphan_policy)
+        split = read_split(Path(cfg.data.data_dir), cfg.data.dataset, lang, "train", cfg.data.orphan_policy)
         entry.update({"labels": "shipped", "read": [r.to_dict() for r in split.reports],
                       "shipped_raw": shipped_bio_violations(cfg, lang)})
         return split.examples

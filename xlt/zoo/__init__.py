@@ -141,7 +141,7 @@ def _build_atomically(target: Path, build: Callable[[Path], None], ready: Callab
 def resolve(name_or_path: str) -> Path:
     """A zoo name (prepared on first use) or a path to an existing HF folder; ``NAME+syn-en``: that model grown by
     the vocabulary of the synthetic language ``syn-en`` (``xlt.synthetic.vocab``; built once, then reused)."""
-    from xlt.synthetic.vocab import split_name
+    from xlt.synthetic import split_name
 
     if name_or_path in ZOO:
         return prepare(name_or_path)

@@ -1,4 +1,4 @@
-"""Why does TALL's new decoder learn to reconstruct so slowly?  A probe for issue 49 (TALL's synthetic row).
+"""Question: why does TALL's new decoder learn to reconstruct so slowly?  A probe for issue 49 (TALL's synthetic row).
 
 On the synthetic pair TALL's denoising auto-encoder ends its 300 decoder-only steps (lr 1e-3, encoder frozen) at
 loss 7.8 and 12.7 % teacher-forced token accuracy: little more than a unigram guess, for a task that is mostly
@@ -16,7 +16,7 @@ held-out teacher-forced loss and accuracy along the way:
 - ``memory_layer_K``: the decoder attends to encoder layer K's states instead of the last (12th) layer's, which
   have lost most of each token's identity; ``memory_mix``: to a learned mix of all 13 (issue 101).
 
-    python benchmarks/tall_copy_probe.py --data-dir ../shared/data [--steps 200] [--variants shipped pre_ln]
+    python benchmarks/probes/tall_copy_probe.py --data-dir ../shared/data [--steps 200] [--variants shipped pre_ln]
 
 Writes ``benchmarks/results/tall-copy-probe.json`` (format ../shared/RESULTS_FORMAT.md).
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -146,7 +147,8 @@ def main() -> None:
     kept_rows = [r for r in json.loads(OUT.read_text())["rows"] if r["variant"] not in args.variants] \
         if OUT.exists() else []
     rows = kept_rows + rows
-    from jobqueue import git_commit  # benchmarks/jobqueue.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+    from jobqueue import git_commit
 
     OUT.write_text(json.dumps({
         "benchmark": "tall-copy-probe", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -1,4 +1,4 @@
-"""How language-neutral are a TALL model's states?  A probe for the TALL benchmark (``probe-en-ja``, ``probe-en-de``).
+"""Question: how language-neutral are a TALL model's states?  A probe for the TALL benchmark (``probe-en-ja``, ``probe-en-de``).
 
 BART-style fine-tuning puts the task heads on the DECODER's states, so cross-lingual transfer through them needs
 those states to look alike for an utterance and its translation, as the encoder's do.  On the xSID test set of the
@@ -18,6 +18,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+
+
+def xsid_pairs(data_dir: str, lang: str, as_tokenized: bool = False) -> tuple[list[str], list[str]]:
+    """(English originals, human translations) of the xSID test set of ``lang``, from its comment lines.  xSID's
+    Japanese text has spaces between words; Japanese is written without them (and BLEU on it is by character), so
+    they are removed unless ``as_tokenized`` (the words the NLU model reads)."""
+    from xlt.stages.translation_eval import CHARACTER_BLEU
+
+    en, tgt = [], []
+    for block in (Path(data_dir) / "xsid" / f"{lang}.test.conll").read_text(encoding="utf-8").split("\n\n"):
+        got = dict(line[2:].split(" = ", 1) for line in block.splitlines() if line.startswith("# ") and " = " in line)
+        if got.get("text") and got.get("text-en"):
+            en.append(got["text-en"].strip())
+            joined = lang in CHARACTER_BLEU and not as_tokenized
+            tgt.append("".join(got["text"].split()) if joined else got["text"].strip())
+    return en, tgt
 
 
 @torch.no_grad()
@@ -56,11 +72,10 @@ def similarity(a: torch.Tensor, b: torch.Tensor) -> dict:
 
 
 def probe(pair: str, data_dir: str, stage: Path, nlu_run: Path | None) -> list[dict]:
-    from tall import xsid_pairs  # benchmarks/tall.py
 
     from xlt import zoo
     from xlt.models.decoder import TiedDecoder
-    from xlt.pipeline import load_trained
+    from xlt.trained import load_trained
 
     torch.set_num_threads(2)
     lang = pair.split("-")[1]

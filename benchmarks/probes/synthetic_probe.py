@@ -1,4 +1,4 @@
-"""Probe: how alike are an encoder's English and synthetic representations (issue 49)?  A zero-shot transfer to the
+"""Question: how alike are an encoder's English and synthetic representations (issue 49)?  A zero-shot transfer to the
 synthetic image of English needs the encoder to treat a synthetic sentence like its English original.
 
 Two measures, on a model grown with ``syn-en`` (the base grown model, or one pre-trained on it):
@@ -8,7 +8,7 @@ Two measures, on a model grown with ``syn-en`` (the base grown model, or one pre
   (``syn-en``, or ``syn-en-perm``: words reversed): is each image's nearest English utterance its original (both
   directions averaged)?  And the mean cosine of true pairs.
 
-    python benchmarks/synthetic_probe.py --data-dir ../shared/data [--lang syn-en-perm] MODEL_FOLDER ...
+    python benchmarks/probes/synthetic_probe.py --data-dir ../shared/data [--lang syn-en-perm] MODEL_FOLDER ...
 """
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 
 
 def probe(folder: Path, data_dir: Path, corpus_ids: set[int] | None, n: int = 500, lang: str = "syn-en") -> dict:
-    from tall_probe import pooled_states, similarity  # the TALL probe's pooling and retrieval
+    from probes.tall_probe import pooled_states, similarity  # the TALL probe's pooling and retrieval
 
     from xlt import zoo
     from xlt.synthetic import parse, to_synthetic

@@ -1,11 +1,11 @@
-"""How alike are an encoder's states for a sentence and its translation, before and after Unicoder pre-training?  A
+"""Question: how alike are an encoder's states for a sentence and its translation, before and after Unicoder pre-training?  A
 probe for the Unicoder benchmark (job ``probe``): evidence for why a variant helps or hurts zero-shot transfer,
 which goes through those states (the fine-tuned heads pool the encoder's last layer).
 
 Sentences: the DEV splits only (never the test sets the fine-tuning rows report): the first 1,000 XNLI dev
 hypotheses of each language (rows are parallel across XNLI's 15 languages) and the xSID dev utterances with their
 English originals (``# text-en``; Norwegian's dev file has none, so no row).  Each sentence is mean-pooled over the encoder's last layer; per language the
-probe gives (``benchmarks/tall_probe.similarity``): retrieval top-1 of the translation among all candidates (both
+probe gives (``benchmarks/probes/tall_probe.similarity``): retrieval top-1 of the translation among all candidates (both
 directions averaged), and mean cosine of true pairs vs other pairs.  Models: the shipped encoder (``variant: none``)
 and each finished pre-training in benchmarks/runs (``unicoder-{variant}/model``).
 """
@@ -37,7 +37,7 @@ def probe(data_dir: str, runs: Path, variants: list[str], seen: set[str], skip: 
     """Rows of the shipped encoder (``none``) and of every finished pre-training among ``variants``, except those in
     ``skip`` (already probed)."""
     import torch
-    from tall_probe import pooled_states, similarity  # benchmarks/tall_probe.py
+    from probes.tall_probe import pooled_states, similarity
 
     from xlt import zoo
 

@@ -1,0 +1,22 @@
+"""Open what ``xlt serve`` / ``xlt predict`` / ``xlt.load`` are given: an export folder on ONNX Runtime (no torch
+import), or a trained run folder in PyTorch."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlt.serve.predictor import OnnxPredictor, Predictor
+
+
+def load_predictor(path: Path, graph: str | None = None, batch_size: int = 32) -> Predictor:
+    """An export folder (``xlt_export.json``) on ONNX Runtime, or a trained run folder in PyTorch."""
+    path = Path(path)
+    if (path / "xlt_export.json").exists():
+        return OnnxPredictor(path, graph, batch_size)
+    if graph:
+        from xlt.errors import ConfigError
+
+        raise ConfigError(f"--graph {graph}: {path} is a run folder (served with PyTorch); --graph picks a graph of "
+                          f"an `xlt export` folder")
+    from xlt.serve.torch_predictor import TorchPredictor
+
+    return TorchPredictor(path, batch_size=batch_size)
