@@ -5,7 +5,7 @@ zero-shot xSID (English -> 18 languages, Japanese the adapted one).
    phase ``all`` trains everything); held-out MLM loss / accuracy and pseudo-perplexity of each language's held-out
    lines after each phase.  The end of phase ``head`` is the reference: the encoder as shipped (e5-small has no
    MLM head of its own, so it cannot be scored without one).
-2. ``xsid-zero-shot`` fine-tuning (the same config, budget and seeds as ``benchmarks/xsid_zero_shot.py``) on the
+2. ``xsid-zero-shot`` fine-tuning (the same config, budget and seeds as the xsid-zero-shot study) on the
    adapted encoder (``model.name=RUN/model``), checkpoint chosen on the English dev set; compared per language with
    the rows of ``benchmarks/results/xsid-zero-shot.json`` (the shipped encoder, same config and seeds).
 

@@ -10,15 +10,22 @@ format of ``../shared/RESULTS_FORMAT.md``.
 A row (every key but ``name`` optional):
   name       the run folder under benchmarks/runs (``{seed}`` is replaced by the seed)
   stage      a pre-training config (``xlt pretrain``), or ``config`` a fine-tuning config (``xlt train``)
-  overrides  dotted overrides; ``{run:NAME}`` is the folder of another row's run (e.g. its pre-trained model)
+  overrides  dotted overrides; ``{run:NAME}`` is the folder of another row's run (e.g. its pre-trained model;
+             NAME may hold ``{seed}``: the run of the same seed)
   seeds      the seeds it runs (default: the command line's); a pre-training row runs seed 1 unless it says
   labels     fields copied into each result row (method, deviation, variant, ...): what the row is in the table
   langs      the test languages kept in the results (default: all)
-``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``).
+  results    the results file of this row's rows, when not the study's (e.g. a bf16 or GPU variant's own file)
+  requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
+``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``); ``identity``
+names the fields that make a fresh row replace a committed one (default: the shared ones, deviation and run).
+``report: MODULE`` hands the results to ``benchmarks/MODULE.py``'s ``collect(runs, results)`` instead (a study whose
+table needs more than one row per run and language, e.g. the same run under two compute regimes).
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import platform
 import re
@@ -52,6 +59,14 @@ def row_seeds(row: dict, seeds: list[int]) -> list[int]:
     return row.get("seeds", [1] if "stage" in row else seeds)
 
 
+def can_run(row: dict) -> bool:
+    if row.get("requires") == "cuda":
+        import torch
+
+        return torch.cuda.is_available()
+    return True
+
+
 def run_dir(name: str, seed: int) -> Path:
     return RUNS / name.format(seed=seed)
 
@@ -63,7 +78,7 @@ def resolved_overrides(row: dict, seed: int, data_dir: str) -> list[str]:
     data_key = "corpus.data_dir" if "stage" in row else "data.data_dir"
     return [f"{data_key}={data_dir}", f"output_dir={RUNS}", f"name={row['name'].format(seed=seed)}",
             *([] if "stage" in row else [f"train.seed={seed}"]),
-            *(re.sub(r"\{run:([^}]+)\}", other_run, o) for o in row.get("overrides", []))]
+            *(re.sub(r"\{run:((?:[^{}]|\{seed\})+)\}", other_run, o) for o in row.get("overrides", []))]
 
 
 def run_row(row: dict, seed: int, data_dir: str) -> Path:
@@ -93,11 +108,34 @@ def result_rows(row: dict, seed: int) -> list[dict]:
                  "cpu": phases[-1]["summary"].get("cpu")}]
     ts, keep = res["train_summary"], row.get("langs")
     labels = {"method": res["method"], "task": res["task"], "dataset": res["dataset"], **labels}
+    config = folder / "config.yaml"
+    batch = (yaml.safe_load(config.read_text()) or {}).get("train", {}).get("batch_size") if config.exists() else None
     return [{**labels, "lang": lang,
              **{k: round(m[k], 4) for k in FINE_TUNE_METRICS if k in m}, "n_test": m.get("n"),
-             "steps": ts["step"], "best_step": res.get("best_step"), "train_seconds": round(ts["train_seconds"], 1),
-             "cpu": ts.get("cpu")}
+             "train_sentences": res.get("train_examples"), "steps": ts["step"], "best_step": res.get("best_step"),
+             **({"sentences_processed": ts["step"] * batch} if batch else {}),
+             "train_seconds": round(ts["train_seconds"], 1),
+             "tokens_per_second": round(ts["tokens_per_second"], 1) if ts.get("tokens_per_second") else None,
+             "peak_rss_mb": round(ts["peak_rss_mb"]) if ts.get("peak_rss_mb") else None, "cpu": ts.get("cpu")}
             for lang, m in res["per_language"].items() if keep is None or lang in keep]
+
+
+def machine(rows: list[dict], seeds: list[int]) -> str:
+    """Where the runs ran, from their own records (CPU model, threads, device; a GPU's name)."""
+    for row in rows:
+        for seed in row_seeds(row, seeds):
+            folder = run_dir(row["name"], seed)
+            summary = folder / "train_summary.json"
+            if "stage" not in row and summary.exists():
+                ts = json.loads(summary.read_text())
+                where = f"{ts.get('cpu') or platform.processor() or platform.machine()}, {ts.get('threads')} CPU threads"
+                device = str(ts.get("device", "cpu"))
+                if device.startswith("cuda"):
+                    import torch
+
+                    where += f", GPU {torch.cuda.get_device_name(torch.device(device))}"
+                return f"{where}, device {device}"
+    return f"{platform.machine()}, device cpu"
 
 
 def imported_rows(study: dict) -> list[dict]:
@@ -111,20 +149,35 @@ def imported_rows(study: dict) -> list[dict]:
     return out
 
 
-def collect(study: dict, seeds: list[int]) -> Path:
-    fresh = [r for row in study["rows"] for s in row_seeds(row, seeds) for r in result_rows(row, s)]
-    fresh += imported_rows(study)
-    name = study.get("results", study["name"])
-    committed = committed_results(RESULTS, name)
-    identity = (*IDENTITY, "deviation", "run")
-    rows = merge_rows(committed.get("rows", []), fresh, identity)
-    out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "git_commit": git_commit(), "machine": f"{platform.machine()}, 2 CPU threads, device cpu",
-           "model": study.get("model", "multilingual-e5-small"), "selection": study.get("selection", "source-dev"),
-           "notes": study.get("notes", ""), "rows": rows}
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
-    return path
+def collect(study: dict, seeds: list[int]) -> list[Path]:
+    """Rewrite the study's results file(s) from its finished runs, keeping committed rows no run replaces."""
+    if study.get("report"):
+        if not any((run_dir(r["name"], s) / "results.json").exists() for r in study["rows"] for s in row_seeds(r, seeds)):
+            return []  # no run of its rows here: the committed results stay as they are
+        sys.path.insert(0, str(Path(__file__).parent))
+        importlib.import_module(study["report"]).collect(RUNS, RESULTS)
+        return [RESULTS / f"{study.get('results', study['name'])}.json"]
+    default = study.get("results", study["name"])
+    files = list(dict.fromkeys([default, *(r["results"] for r in study["rows"] if "results" in r)]))
+    written = []
+    for name in files:
+        mine = [r for r in study["rows"] if r.get("results", default) == name]
+        fresh = [x for row in mine for s in row_seeds(row, seeds) for x in result_rows(row, s)]
+        fresh += imported_rows(study) if name == default else []
+        committed = committed_results(RESULTS, name)
+        if not fresh:  # no run of its rows here: the committed file stays as it is
+            continue
+        identity = tuple(study.get("identity", (*IDENTITY, "deviation", "run")))
+        rows = merge_rows(committed.get("rows", []), fresh, identity)
+        out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "git_commit": git_commit(),
+               "machine": machine(mine, seeds) if fresh else committed.get("machine", ""),
+               "model": study.get("model", "multilingual-e5-small"), "selection": study.get("selection", "source-dev"),
+               "notes": study.get("notes", ""), "rows": rows}
+        path = RESULTS / f"{name}.json"
+        path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+        written.append(path)
+    return written
 
 
 def main() -> None:
@@ -157,13 +210,16 @@ def main() -> None:
             print(f"{r['name'].format(seed=s)}: {kind} {' '.join(resolved_overrides(r, s, args.data_dir))}")
         return
     for r, s in [] if args.collect else jobs:
+        if not can_run(r):
+            print(f"-- {r['name'].format(seed=s)}: skipped (needs {r['requires']})", flush=True)
+            continue
         print(f"== {r['name'].format(seed=s)}", flush=True)
         done = subprocess.run([sys.executable, __file__, args.study, "--data-dir", args.data_dir, "--job", r["name"],
                                str(s)])
         if done.returncode != 0:
             print(f"!! {r['name']} seed {s} failed (exit {done.returncode}); going on", flush=True)
         collect(study, args.seeds)
-    print(f"wrote {collect(study, args.seeds)}")
+    print("wrote " + (", ".join(map(str, collect(study, args.seeds))) or "nothing: no finished run of its rows here"))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ Budget (multilingual-e5-small, frozen embeddings, batch 32, checkpoint chosen on
 - FILTER without target labels (PAN-X, UD POS: jobs ``{panx,udpos}-filter[-self-teaching]-nolabels-es``): the
   FILTER paper's NER/POS setting (lambda = 0; the student learns the translation's tags from the teacher only);
 - FILTER at equal steps: FILTER and FILTER + self-teaching at 1000 steps on MTOD es (``filter-equal-steps.json``);
-- reproduction: the zero-shot xSID benchmark (``xsid_zero_shot.py``) and the MTOD zero-shot rows of
+- reproduction: the zero-shot xSID benchmark (``studies/xsid-zero-shot.yaml``) and the MTOD zero-shot rows of
   ``translation.json``, same configs and seeds, re-run on today's core against their committed rows
   (``xsid-zero-shot-newcore.json``, ``mtod-zero-shot-newcore.json``; jobs ``{xsid,mtod}-zero-shot-newcore``).
 

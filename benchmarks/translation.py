@@ -7,7 +7,7 @@ on the SOURCE (English) dev set; the target-trained MTOD row is the only excepti
 
 Runs are seed-major (every method's seed 1 first), resumable (a finished run is not retrained; an interrupted one
 resumes), and the JSON is rewritten after every run, so a partial benchmark is still a valid, labelled file.
-xSID zero-shot reuses the runs of benchmarks/xsid_zero_shot.py (same config and budget) when present.
+xSID zero-shot reuses the runs of the xsid-zero-shot study (same config and budget) when present.
 Writes benchmarks/results/translation.{json,md}.
 """
 from __future__ import annotations

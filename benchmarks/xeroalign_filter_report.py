@@ -1,5 +1,5 @@
-"""Collect the runs of benchmarks/xeroalign_filter.py (and the 1000-step baselines of benchmarks/translation.py and
-benchmarks/xsid_zero_shot.py) into results/xeroalign-filter.{json,md} and the generalisation heatmap."""
+"""Collect the runs of the xeroalign-filter study (benchmarks/studies/xeroalign-filter.yaml; and the 1000-step baselines
+of benchmarks/translation.py and the xsid-zero-shot study) into results/xeroalign-filter.{json,md} and the generalisation heatmap."""
 from __future__ import annotations
 
 import json

@@ -23,7 +23,7 @@ def test_every_row_of_a_study_loads_as_a_config(path):
     names = {r["name"] for r in spec["rows"]}
     for row in spec["rows"]:
         assert ("stage" in row) != ("config" in row), row["name"]
-        for ref in re.findall(r"\{run:([^}]+)\}", " ".join(row.get("overrides", []))):
+        for ref in re.findall(r"\{run:((?:[^{}]|\{seed\})+)\}", " ".join(row.get("overrides", []))):
             assert ref in names, f"{row['name']}: {{run:{ref}}} is no row of {path.name}"
         for seed in study.row_seeds(row, [1]):
             overrides = study.resolved_overrides(row, seed, str(ROOT / "tests"))
@@ -46,4 +46,36 @@ def test_results_rows_carry_the_row_labels(tmp_path, monkeypatch):
                               "labels": {"deviation": "d", "variant": "after"}}, 2)
     assert rows == [{"method": "zero_shot", "task": "intent_slot", "dataset": "xsid", "deviation": "d",
                      "variant": "after", "run": "x-seed2", "seed": 2, "lang": "de", "intent_acc": 0.1, "n_test": 4,
-                     "steps": 10, "best_step": 10, "train_seconds": 1.0, "cpu": "test"}]
+                     "train_sentences": None, "steps": 10, "best_step": 10, "train_seconds": 1.0,
+                     "tokens_per_second": None, "peak_rss_mb": None, "cpu": "test"}]
+
+
+def test_rows_go_to_their_results_files_and_a_file_without_runs_stays(tmp_path, monkeypatch):
+    """A row's ``results`` names its own file (a variant's); a file none of whose runs is here is not rewritten; a
+    row that ``requires: cuda`` is not run on a machine without one; ``{run:NAME-seed{seed}}`` is that seed's run."""
+    import study
+
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    runs.mkdir(), results.mkdir()
+    monkeypatch.setattr(study, "RUNS", runs)
+    monkeypatch.setattr(study, "RESULTS", results)
+    (results / "b.json").write_text('{"rows": [], "notes": "committed"}')
+    run = runs / "a-seed1"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps({
+        "method": "zero_shot", "task": "intent_slot", "dataset": "xsid", "best_step": 10,
+        "train_summary": {"step": 10, "train_seconds": 1.0, "cpu": "test", "threads": 2, "device": "cpu"},
+        "per_language": {"en": {"intent_acc": 0.5, "n": 4}}}))
+    (run / "train_summary.json").write_text(json.dumps({"cpu": "test", "threads": 2, "device": "cpu"}))
+    spec = {"name": "a", "rows": [{"name": "a-seed{seed}", "config": "xsid-zero-shot"},
+                                  {"name": "b-seed{seed}", "config": "xsid-zero-shot", "results": "b",
+                                   "requires": "cuda",
+                                   "overrides": ["options.teacher={run:a-seed{seed}}"]}]}
+    assert study.collect(spec, [1]) == [results / "a.json"]
+    written = json.loads((results / "a.json").read_text())
+    assert [r["run"] for r in written["rows"]] == ["a-seed1"] and written["machine"] == "test, 2 CPU threads, device cpu"
+    assert json.loads((results / "b.json").read_text())["notes"] == "committed"
+    assert f"options.teacher={runs / 'a-seed1'}" in study.resolved_overrides(spec["rows"][1], 1, "data")
+    import torch
+
+    assert study.can_run(spec["rows"][1]) == torch.cuda.is_available()

@@ -72,17 +72,17 @@ SCRIPTS = {
     "translation-throughput": "python benchmarks/translation.py --data-dir ../shared/data",
     "trelm": "python benchmarks/trelm.py --data-dir ../shared/data",
     "unicoder": "python benchmarks/unicoder.py --data-dir ../shared/data",
-    "xeroalign-filter": "python benchmarks/xeroalign_filter.py --data-dir ../shared/data",
-    "xsid-zero-shot": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data",
-    "xsid-zero-shot-cuda": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
+    "xeroalign-filter": "python benchmarks/study.py xeroalign-filter --data-dir ../shared/data",
+    "xsid-zero-shot": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data --only xsid-zero-shot",
+    "xsid-zero-shot-cuda": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data --only "
                            "xsid-zero-shot-cuda (on a GPU)",
-    "xsid-zero-shot-cuda-bf16": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
-                                "xsid-zero-shot-cuda-bf16 train.mixed_precision=bf16 (on a GPU)",
-    "xsid-zero-shot-bf16": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
-                           "xsid-zero-shot-bf16 train.mixed_precision=bf16",
-    "xsid-zero-shot-no-attention-dropout": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
-                                           "xsid-zero-shot-no-attention-dropout model.attention_dropout=0",
-    "xsid-zero-shot-control": "python benchmarks/xsid_zero_shot.py --data-dir ../shared/data --name "
+    "xsid-zero-shot-cuda-bf16": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data --only "
+                                "xsid-zero-shot-cuda-bf16 (on a GPU)",
+    "xsid-zero-shot-bf16": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data --only "
+                           "xsid-zero-shot-bf16",
+    "xsid-zero-shot-no-attention-dropout": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data "
+                                           "--only xsid-zero-shot-no-attention-dropout",
+    "xsid-zero-shot-control": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data --only "
                               "xsid-zero-shot-control",
 }
 # the shipped configs behind each results file (files whose rows name their config say it themselves)
