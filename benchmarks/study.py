@@ -15,6 +15,9 @@ A row (every key but ``name`` optional):
   seeds      the seeds it runs (default: the command line's); a pre-training row runs seed 1 unless it says
   labels     fields copied into each result row (method, deviation, variant, ...): what the row is in the table
   langs      the test languages kept in the results (default: all)
+  each       copy the row for every entry of the study's ``expand: {KEY: {value: {field: text}}}`` ({KEY} and the
+             entry's fields filled into its texts); ``extends: NAME``: that row's config/stage and overrides first
+  then       ``{translate_test: {langs, overrides, name}}``: the run also scored through a translator
   results    the results file of this row's rows, when not the study's (e.g. a bf16 or GPU variant's own file)
   requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
 ``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``); ``identity``
@@ -44,15 +47,59 @@ FINE_TUNE_METRICS = ("intent_acc", "slot_f1", "semantic_acc", "accuracy", "f1")
 
 
 def load_study(name: str) -> dict:
+    """The study with its rows as they run (``expanded``)."""
     path = STUDIES / f"{name}.yaml"
     if not path.exists():
         raise SystemExit(f"no study {name!r}: {path} does not exist (studies: "
                          f"{', '.join(sorted(p.stem for p in STUDIES.glob('*.yaml')))})")
     study = yaml.safe_load(path.read_text())
+    study["rows"] = expanded(study)
     names = [r["name"] for r in study["rows"]]
     if len(set(names)) != len(names):
-        raise SystemExit(f"{path}: row names repeat")
+        raise SystemExit(f"{path}: row names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     return study
+
+
+def fill(value, values: dict):
+    """``{key}`` of ``values`` replaced in every text of ``value`` (``{seed}`` and ``{run:...}`` stay for later)."""
+    if isinstance(value, str):
+        return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), m.group(0))), value)
+    if isinstance(value, list):
+        return [fill(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: fill(v, values) for k, v in value.items()}
+    return value
+
+
+def expanded(study: dict) -> list[dict]:
+    """Rows as written -> rows as run.  ``each: KEY`` copies a row for every entry of the study's ``expand: {KEY:
+    {value: {field: text}}}`` with ``{KEY}`` and the entry's fields filled in; ``extends: NAME`` (a row as written)
+    puts that row's config or stage and overrides before the row's own (a later override wins)."""
+    written = {r["name"]: r for r in study["rows"]}
+
+    def flat(items: list) -> list[str]:  # a YAML alias of a list inside a list: its items in place
+        return [x for item in items for x in (flat(item) if isinstance(item, list) else [item])]
+
+    def inherited(row: dict, values: dict) -> tuple[dict, list[str]]:
+        own = {k: row[k] for k in ("config", "stage") if k in row}
+        mine = fill(flat(row.get("overrides", [])), values)
+        if "extends" not in row:
+            return own, mine
+        source, overrides = inherited(written[row["extends"]], values)
+        return own or source, overrides + mine
+
+    out = []
+    for row in study["rows"]:
+        key, subset = row.get("each"), None
+        if isinstance(key, dict):  # each: {KEY: [some of its values]}
+            (key, subset), = key.items()
+        entries = [(v, f) for v, f in study["expand"][key].items() if subset is None or v in subset] if key else []
+        for value, fields in entries or [(None, {})]:
+            values = {key: value, **fields} if key else {}
+            source, overrides = inherited(row, values)
+            done = {k: fill(v, values) for k, v in row.items() if k not in ("each", "extends", "overrides")}
+            out.append({**done, **source, "overrides": overrides})
+    return out
 
 
 def row_seeds(row: dict, seeds: list[int]) -> list[int]:
@@ -81,13 +128,24 @@ def resolved_overrides(row: dict, seed: int, data_dir: str) -> list[str]:
             *(re.sub(r"\{run:((?:[^{}]|\{seed\})+)\}", other_run, o) for o in row.get("overrides", []))]
 
 
+# appended to every row's overrides (the tests' tiny model and budgets)
+EXTRA: dict[str, list[str]] = {"config": [], "stage": []}
+
+
 def run_row(row: dict, seed: int, data_dir: str) -> Path:
+    """Train one row (resuming), then ``then: {translate_test: {langs, overrides, name}}``: the run also scored
+    through a translator at test time, into results-{name}.json."""
     from xlt.config import find_config, load_config, load_stage_config
+    from xlt.evaluation import evaluate_run
 
     overrides = resolved_overrides(row, seed, data_dir)
     if "stage" in row:
-        return pretrain(load_stage_config(find_config(row["stage"]), overrides))
-    return train_evaluate(load_config(find_config(row["config"]), overrides))
+        return pretrain(load_stage_config(find_config(row["stage"]), overrides + EXTRA["stage"]))
+    folder = train_evaluate(load_config(find_config(row["config"]), overrides + EXTRA["config"]))
+    tt = row.get("then", {}).get("translate_test")
+    if tt and not (folder / f"results-{tt['name']}.json").exists():
+        evaluate_run(folder, tt["langs"], "test", "translate_test", tt.get("overrides", []), tt["name"])
+    return folder
 
 
 def result_rows(row: dict, seed: int) -> list[dict]:

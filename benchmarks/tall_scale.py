@@ -7,7 +7,7 @@ many steps as fit a wall-clock budget: a short probe run times a step of each ph
 of ``benchmarks/tall.py`` (config ``xsid-zero-shot``, method ``tall``, checkpoint chosen on the ENGLISH dev set) on
 the result, evaluated on xSID en and ja.  ``budget_multiple`` = sentences trained on / those of the committed CPU
 row (``results/tall.json``, en-ja, variant none).  ``--pair en-syn-en``: the synthetic pair's TALL stage instead
-(``benchmarks/synthetic.py``'s ``tall``: English text, the images of other English files, BLEU against the exact
+(the synthetic study's ``synthetic-pretrain-tall`` rows: English text, the images of other English files, BLEU against the exact
 images of Tatoeba's English side; the NLU fine-tune as its ``xsid-after_tall`` rows), against its CPU row's
 600 steps x 32 (``results/synthetic.json``): where nothing but the budget differs, does the UMT start to translate?
 
@@ -38,11 +38,12 @@ def pair_config(pair: str) -> tuple[str, list[str]]:
     """(shipped stage config, overrides) of a pair's TALL stage."""
     if pair == "en-ja":
         return "pretrain-tall-en-ja", []
-    from synthetic import STAGES
+    from study import load_study
 
-    config, overrides = STAGES["tall"]
+    variant = {"syn-en": "same_order", "syn-en-perm": "permuted"}[pair.split("-", 1)[1]]
+    row = {r["name"]: r for r in load_study("synthetic")["rows"]}[f"synthetic-pretrain-tall-{variant}"]
     lang = pair.split("-", 1)[1]
-    return config, [*overrides(lang), f"options.reference={{{lang}: [{SYN_REFERENCE}]}}"]
+    return row["stage"], [*row["overrides"], f"options.reference={{{lang}: [{SYN_REFERENCE}]}}"]
 
 
 def stage_config(data_dir: str, name: str, steps: tuple[int, int], batch: int, precision: str, seed: int,
@@ -132,7 +133,7 @@ def main() -> None:
         f"output_dir={RUNS}", "train.method=tall", f"name=xsid-tall-scale-{pair}-seed{args.seed}",
         f"data.eval_langs=[{langs}]", f"train.max_steps={args.nlu_steps}",
         f"train.eval_every={min(250, args.nlu_steps)}",
-        # the synthetic rows are new vocabulary: they must learn in fine-tuning too (synthetic.py's COMMON)
+        # the synthetic rows are new vocabulary: they must learn in fine-tuning too (the synthetic study's common overrides)
         *(["model.freeze_embeddings=false"] if pair != "en-ja" else [])])
     out["rows"] = pre_rows + _nlu_rows(train_evaluate(cfg), pair, "scale")
     write(out, start)

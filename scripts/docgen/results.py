@@ -50,8 +50,8 @@ SCRIPTS = {
     "reproducibility": "python benchmarks/reproducibility.py --data-dir ../shared/data",
     "selection": "python benchmarks/selection.py --data-dir ../shared/data",
     "serving": "python benchmarks/serving.py --data-dir ../shared/data",
-    "synthetic": "python benchmarks/synthetic.py --data-dir ../shared/data",
-    "synthetic-cuda": "XLT_SYNTHETIC_NAME=synthetic-cuda python benchmarks/synthetic.py --data-dir ../shared/data "
+    "synthetic": "python benchmarks/study.py synthetic --data-dir ../shared/data",
+    "synthetic-cuda": "XLT_SYNTHETIC_NAME=synthetic-cuda python benchmarks/study.py synthetic --data-dir ../shared/data "
                       "(on a GPU)",
     "tall": "python benchmarks/tall.py --data-dir ../shared/data",
     "fidelity": "python benchmarks/study.py fidelity --data-dir ../shared/data [--only ROW]",
@@ -102,7 +102,7 @@ CONFIGS = {
     "xnli": "xnli-zero-shot (+ train.method and translation.* for the es rows)",
     "serving": "xsid-zero-shot (seed 1), exported with xlt export --int8",
     "synthetic": "xsid-zero-shot / pawsx-zero-shot and the stage configs, with the synthetic settings of "
-                 "benchmarks/synthetic.py", "synthetic-cuda": "as synthetic, on a GPU",
+                 "benchmarks/studies/synthetic.yaml", "synthetic-cuda": "as synthetic, on a GPU",
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
     "fidelity": "the rows of benchmarks/studies/fidelity.yaml (each: a shipped config or stage + overrides)",
     "tall-copy-probe": "pretrain-tall-*'s phase 1 (decoder only, lr 1e-3, batch 32, its noise), on English text",
@@ -116,7 +116,7 @@ CONFIGS = {
                                  "VecMap similarity seed + 5 MUSE refinement rounds",
     "trelm-row-geometry": "pretrain-trelm-es's base (direct map; bridged: trelm.py's variant), then its "
                           "commonality phase alone on the rescaled bridged rows",
-    "synthetic-basin": "pretrain-mlm-ja with benchmarks/synthetic.py's mlm_embeddings overrides, from synthetic "
+    "synthetic-basin": "pretrain-mlm-ja with the synthetic study's mlm_embeddings overrides, from synthetic "
                        "rows moved alpha of the way to their English originals",
     "tall-scale": "pretrain-tall-en-ja (batch 1024, bf16, steps fitted to the budget), then xsid-zero-shot "
                   "train.method=tall",
