@@ -18,6 +18,7 @@ A row (every key but ``name`` optional):
   each       copy the row for every entry of the study's ``expand: {KEY: {value: {field: text}}}`` ({KEY} and the
              entry's fields filled into its texts); ``extends: NAME``: that row's config/stage and overrides first
   then       ``{translate_test: {langs, overrides, name}}``: the run also scored through a translator
+  base_only  a TreLM stage's base folder alone (vocabulary, fastText, alignment); ``manual``: run only when named
   results    the results file of this row's rows, when not the study's (e.g. a bf16 or GPU variant's own file)
   requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
 ``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``); ``identity``
@@ -40,7 +41,7 @@ from pathlib import Path
 import yaml
 
 from jobqueue import IDENTITY, RESULTS, RUNS, committed_results, git_commit, merge_rows, pretrain, train_evaluate, \
-    wait_while_paused
+    trelm_base, wait_while_paused
 
 STUDIES = Path(__file__).parent / "studies"
 FINE_TUNE_METRICS = ("intent_acc", "slot_f1", "semantic_acc", "accuracy", "f1")
@@ -140,7 +141,8 @@ def run_row(row: dict, seed: int, data_dir: str) -> Path:
 
     overrides = resolved_overrides(row, seed, data_dir)
     if "stage" in row:
-        return pretrain(load_stage_config(find_config(row["stage"]), overrides + EXTRA["stage"]))
+        cfg = load_stage_config(find_config(row["stage"]), overrides + EXTRA["stage"])
+        return trelm_base(cfg) if row.get("base_only") else pretrain(cfg)
     folder = train_evaluate(load_config(find_config(row["config"]), overrides + EXTRA["config"]))
     tt = row.get("then", {}).get("translate_test")
     if tt and not (folder / f"results-{tt['name']}.json").exists():
@@ -238,6 +240,24 @@ def collect(study: dict, seeds: list[int]) -> list[Path]:
     return written
 
 
+def by_name(study: dict) -> dict[str, dict]:
+    """A row by its name, or by its name without "-seed{seed}" (what --only takes)."""
+    rows = {r["name"].replace("-seed{seed}", ""): r for r in study["rows"]}
+    return {**rows, **{r["name"]: r for r in study["rows"]}}
+
+
+def chosen_rows(study: dict, only: list[str] | None) -> list[dict]:
+    """The rows named (in that order), or every row but the ``manual`` ones."""
+    if not only:
+        return [r for r in study["rows"] if not r.get("manual")]
+    rows = by_name(study)
+    unknown = set(only) - set(rows)
+    if unknown:
+        raise SystemExit(f"no row {sorted(unknown)} in study {study['name']} (rows: "
+                         f"{', '.join(r['name'].replace('-seed{seed}', '') for r in study['rows'])})")
+    return list({id(rows[n]): rows[n] for n in only}.values())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("study")
@@ -249,18 +269,11 @@ def main() -> None:
     ap.add_argument("--job", nargs=2, metavar=("ROW", "SEED"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     study = load_study(args.study)
-    # a row by its name, or by its name without "-seed{seed}" (what --only takes)
-    rows = {r["name"].replace("-seed{seed}", ""): r for r in study["rows"]}
-    rows.update({r["name"]: r for r in study["rows"]})
     if args.job:
         wait_while_paused()
-        run_row(rows[args.job[0]], int(args.job[1]), args.data_dir)
+        run_row(by_name(study)[args.job[0]], int(args.job[1]), args.data_dir)
         return
-    unknown = set(args.only or []) - set(rows)
-    if unknown:
-        raise SystemExit(f"no row {sorted(unknown)} in study {args.study} (rows: "
-                         f"{', '.join(r['name'].replace('-seed{seed}', '') for r in study['rows'])})")
-    chosen = list({id(rows[n]): rows[n] for n in args.only}.values()) if args.only else study["rows"]
+    chosen = chosen_rows(study, args.only)
     jobs = [(r, s) for r in chosen for s in row_seeds(r, args.seeds)]
     if args.list:
         for r, s in jobs:

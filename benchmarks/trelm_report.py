@@ -1,4 +1,5 @@
-"""Collect the runs of benchmarks/trelm.py into results/trelm.json (+ .md), format ../shared/RESULTS_FORMAT.md.
+"""Collect the runs of the trelm study (benchmarks/studies/trelm.yaml) into results/trelm.json (+ .md), format
+../shared/RESULTS_FORMAT.md.
 
 Rows: ``trelm_alignment`` (word-translation P@1 of each alignment step, MUSE en-es test split, CSLS), ``trelm_pretrain``
 (one per variant and phase: held-out BPW of Spanish and English, CdLM accuracy, cost) and ``target_trained`` rows
@@ -13,6 +14,11 @@ import time
 from pathlib import Path
 
 from jobqueue import committed_results, git_commit, mean_std, merge_rows
+
+ALIGNED = ["migrated", "bridged", "bridged_libreoffice"]  # the bases whose alignment rows are reported
+# the order of the fine-tuned variants in the table
+FINE_TUNED = ["migrated", "bridged", "unmigrated", "from_scratch", "multilingual", "without_cdlm", "random_init",
+              "from_scratch_lr5e-4"]
 
 METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 
@@ -61,17 +67,19 @@ def _fine_tune_rows(res: dict, variant: str) -> list[dict]:
 
 
 def collect(runs: Path, results_dir: Path) -> None:
-    from trelm import ALIGNED, FINE_TUNED, PRETRAINED, stage_dir  # benchmarks/trelm.py, on sys.path when run from there
+    from study import load_study
 
     rows = []
-    for variant in ALIGNED:
-        if (stage_dir(variant) / "base" / "migration.json").exists():
-            rows += _alignment_rows(stage_dir(variant) / "base", variant)
-    for variant in PRETRAINED:
-        if (stage_dir(variant) / "results.json").exists():
-            rows += _pretrain_rows(stage_dir(variant), variant)
-    for variant in FINE_TUNED:
-        for run in sorted(runs.glob(f"mtod-es-trelm-{variant}-seed*")):
+    for row in load_study("trelm")["rows"]:
+        variant = row["labels"]["variant"]
+        if "stage" in row:
+            folder = runs / row["name"]
+            if (folder / "base" / "migration.json").exists() and variant in ALIGNED:
+                rows += _alignment_rows(folder / "base", variant)
+            if (folder / "results.json").exists():
+                rows += _pretrain_rows(folder, variant)
+            continue
+        for run in sorted(runs.glob(f"{row['name'].format(seed='*')}")):
             if (run / "results.json").exists():
                 rows += _fine_tune_rows(json.loads((run / "results.json").read_text()), variant)
     rows = merge_rows(committed_results(results_dir, "trelm").get("rows", []), rows)
@@ -129,8 +137,6 @@ def markdown(out: dict) -> str:
         lines += cost_table(rows)
     fine = [r for r in rows if r["method"] == "target_trained" and r["lang"] == "es"]
     if fine:
-        from trelm import FINE_TUNED  # the benchmark's own variant order
-
         variants = [v for v in FINE_TUNED if any(r["variant"] == v for r in fine)]
         lines += ["", "## MTOD es test (trained and selected on Spanish; mean ± std over seeds)", "",
                   "Paired = the difference to `unmigrated` fine-tuned with the same seed (same data order and head "

@@ -79,3 +79,26 @@ def test_rows_go_to_their_results_files_and_a_file_without_runs_stays(tmp_path, 
     import torch
 
     assert study.can_run(spec["rows"][1]) == torch.cuda.is_available()
+
+
+def test_manual_rows_run_only_when_named_and_unknown_names_are_refused():
+    import study
+
+    spec = {"name": "s", "rows": [{"name": "a-seed{seed}"}, {"name": "b", "manual": True}, {"name": "c"}]}
+    assert [r["name"] for r in study.chosen_rows(spec, None)] == ["a-seed{seed}", "c"]
+    assert [r["name"] for r in study.chosen_rows(spec, ["b", "a"])] == ["b", "a-seed{seed}"]
+    with pytest.raises(SystemExit, match="no row"):
+        study.chosen_rows(spec, ["d"])
+
+
+def test_rows_expand_per_variant_and_extend_another_row():
+    import study
+
+    spec = {"expand": {"variant": {"x": {"lang": "lx"}, "y": {"lang": "ly"}}},
+            "rows": [{"name": "base-{variant}", "each": "variant", "config": "c", "overrides": [["a={lang}"], "b=1"]},
+                     {"name": "more-{variant}", "each": {"variant": ["y"]}, "extends": "base-{variant}",
+                      "overrides": ["b=2"], "labels": {"v": "{variant}"}}]}
+    rows = study.expanded(spec)
+    assert [(r["name"], r["overrides"]) for r in rows] == [("base-x", ["a=lx", "b=1"]), ("base-y", ["a=ly", "b=1"]),
+                                                           ("more-y", ["a=ly", "b=1", "b=2"])]
+    assert rows[2]["config"] == "c" and rows[2]["labels"] == {"v": "y"}

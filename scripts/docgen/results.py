@@ -70,7 +70,7 @@ SCRIPTS = {
     "synthetic-basin": "python benchmarks/synthetic_basin.py --data-dir ../shared/data (at commit 1389b2d; removed since: git keeps it)",
     "translation": "python benchmarks/translation.py --data-dir ../shared/data",
     "translation-throughput": "python benchmarks/translation.py --data-dir ../shared/data",
-    "trelm": "python benchmarks/trelm.py --data-dir ../shared/data",
+    "trelm": "python benchmarks/study.py trelm --data-dir ../shared/data",
     "unicoder": "python benchmarks/unicoder.py --data-dir ../shared/data",
     "xeroalign-filter": "python benchmarks/study.py xeroalign-filter --data-dir ../shared/data",
     "xsid-zero-shot": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data --only xsid-zero-shot",
@@ -114,7 +114,7 @@ CONFIGS = {
     "training-speed-cuda-b512-bf16": "xsid-zero-shot train.batch_size=512 train.mixed_precision=bf16",
     "trelm-synthetic-alignment": "no model: a 30k WordPiece and two 300-d fastText spaces (the TreLM bridge's), "
                                  "VecMap similarity seed + 5 MUSE refinement rounds",
-    "trelm-row-geometry": "pretrain-trelm-es's base (direct map; bridged: trelm.py's variant), then its "
+    "trelm-row-geometry": "pretrain-trelm-es's base (direct map; bridged: the trelm study's trelm-bridged row), then its "
                           "commonality phase alone on the rescaled bridged rows",
     "synthetic-basin": "pretrain-mlm-ja with the synthetic study's mlm_embeddings overrides, from synthetic "
                        "rows moved alpha of the way to their English originals",
