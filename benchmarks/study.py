@@ -19,6 +19,7 @@ A row (every key but ``name`` optional):
              entry's fields filled into its texts); ``extends: NAME``: that row's config/stage and overrides first
   then       ``{translate_test: {langs, overrides, name}}``: the run also scored through a translator
   base_only  a TreLM stage's base folder alone (vocabulary, fastText, alignment); ``manual``: run only when named
+  call       ``MODULE:FUNCTION`` instead of a config: a probe over the study's runs, called with (data_dir, runs)
   results    the results file of this row's rows, when not the study's (e.g. a bf16 or GPU variant's own file)
   requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
 ``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``); ``identity``
@@ -40,79 +41,11 @@ from pathlib import Path
 
 import yaml
 
+from study_rows import by_name, can_run, chosen_rows, load_study, row_seeds
 from jobqueue import IDENTITY, RESULTS, RUNS, committed_results, git_commit, merge_rows, pretrain, train_evaluate, \
     trelm_base, wait_while_paused
 
-STUDIES = Path(__file__).parent / "studies"
 FINE_TUNE_METRICS = ("intent_acc", "slot_f1", "semantic_acc", "accuracy", "f1")
-
-
-def load_study(name: str) -> dict:
-    """The study with its rows as they run (``expanded``)."""
-    path = STUDIES / f"{name}.yaml"
-    if not path.exists():
-        raise SystemExit(f"no study {name!r}: {path} does not exist (studies: "
-                         f"{', '.join(sorted(p.stem for p in STUDIES.glob('*.yaml')))})")
-    study = yaml.safe_load(path.read_text())
-    study["rows"] = expanded(study)
-    names = [r["name"] for r in study["rows"]]
-    if len(set(names)) != len(names):
-        raise SystemExit(f"{path}: row names repeat: {sorted({n for n in names if names.count(n) > 1})}")
-    return study
-
-
-def fill(value, values: dict):
-    """``{key}`` of ``values`` replaced in every text of ``value`` (``{seed}`` and ``{run:...}`` stay for later)."""
-    if isinstance(value, str):
-        return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), m.group(0))), value)
-    if isinstance(value, list):
-        return [fill(v, values) for v in value]
-    if isinstance(value, dict):
-        return {k: fill(v, values) for k, v in value.items()}
-    return value
-
-
-def expanded(study: dict) -> list[dict]:
-    """Rows as written -> rows as run.  ``each: KEY`` copies a row for every entry of the study's ``expand: {KEY:
-    {value: {field: text}}}`` with ``{KEY}`` and the entry's fields filled in; ``extends: NAME`` (a row as written)
-    puts that row's config or stage and overrides before the row's own (a later override wins)."""
-    written = {r["name"]: r for r in study["rows"]}
-
-    def flat(items: list) -> list[str]:  # a YAML alias of a list inside a list: its items in place
-        return [x for item in items for x in (flat(item) if isinstance(item, list) else [item])]
-
-    def inherited(row: dict, values: dict) -> tuple[dict, list[str]]:
-        own = {k: row[k] for k in ("config", "stage") if k in row}
-        mine = fill(flat(row.get("overrides", [])), values)
-        if "extends" not in row:
-            return own, mine
-        source, overrides = inherited(written[row["extends"]], values)
-        return own or source, overrides + mine
-
-    out = []
-    for row in study["rows"]:
-        key, subset = row.get("each"), None
-        if isinstance(key, dict):  # each: {KEY: [some of its values]}
-            (key, subset), = key.items()
-        entries = [(v, f) for v, f in study["expand"][key].items() if subset is None or v in subset] if key else []
-        for value, fields in entries or [(None, {})]:
-            values = {key: value, **fields} if key else {}
-            source, overrides = inherited(row, values)
-            done = {k: fill(v, values) for k, v in row.items() if k not in ("each", "extends", "overrides")}
-            out.append({**done, **source, "overrides": overrides})
-    return out
-
-
-def row_seeds(row: dict, seeds: list[int]) -> list[int]:
-    return row.get("seeds", [1] if "stage" in row else seeds)
-
-
-def can_run(row: dict) -> bool:
-    if row.get("requires") == "cuda":
-        import torch
-
-        return torch.cuda.is_available()
-    return True
 
 
 def run_dir(name: str, seed: int) -> Path:
@@ -139,6 +72,10 @@ def run_row(row: dict, seed: int, data_dir: str) -> Path:
     from xlt.config import find_config, load_config, load_stage_config
     from xlt.evaluation import evaluate_run
 
+    if "call" in row:  # a probe over the study's runs: MODULE:FUNCTION(data_dir, runs)
+        module, function = row["call"].split(":")
+        getattr(importlib.import_module(module), function)(data_dir, RUNS)
+        return RUNS
     overrides = resolved_overrides(row, seed, data_dir)
     if "stage" in row:
         cfg = load_stage_config(find_config(row["stage"]), overrides + EXTRA["stage"])
@@ -240,24 +177,6 @@ def collect(study: dict, seeds: list[int]) -> list[Path]:
     return written
 
 
-def by_name(study: dict) -> dict[str, dict]:
-    """A row by its name, or by its name without "-seed{seed}" (what --only takes)."""
-    rows = {r["name"].replace("-seed{seed}", ""): r for r in study["rows"]}
-    return {**rows, **{r["name"]: r for r in study["rows"]}}
-
-
-def chosen_rows(study: dict, only: list[str] | None) -> list[dict]:
-    """The rows named (in that order), or every row but the ``manual`` ones."""
-    if not only:
-        return [r for r in study["rows"] if not r.get("manual")]
-    rows = by_name(study)
-    unknown = set(only) - set(rows)
-    if unknown:
-        raise SystemExit(f"no row {sorted(unknown)} in study {study['name']} (rows: "
-                         f"{', '.join(r['name'].replace('-seed{seed}', '') for r in study['rows'])})")
-    return list({id(rows[n]): rows[n] for n in only}.values())
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("study")
@@ -277,6 +196,9 @@ def main() -> None:
     jobs = [(r, s) for r in chosen for s in row_seeds(r, args.seeds)]
     if args.list:
         for r, s in jobs:
+            if "call" in r:
+                print(f"{r['name']}: {r['call']}")
+                continue
             kind = f"xlt pretrain {r['stage']}" if "stage" in r else f"xlt train {r['config']}"
             print(f"{r['name'].format(seed=s)}: {kind} {' '.join(resolved_overrides(r, s, args.data_dir))}")
         return

@@ -1,4 +1,4 @@
-"""Collect the runs of benchmarks/unicoder.py into results/unicoder.json (+ .md), format ../shared/RESULTS_FORMAT.md.
+"""Collect the runs of the unicoder study (benchmarks/studies/unicoder.yaml) into results/unicoder.json (+ .md), format ../shared/RESULTS_FORMAT.md.
 
 Rows: ``unicoder_pretrain`` (one per variant and phase: held-out loss / accuracy of each trained task, cost, data),
 fine-tuning rows (``zero_shot`` or ``multi_language``; ``variant`` = the pre-training; ``seen`` = whether the
@@ -13,16 +13,15 @@ import time
 from pathlib import Path
 
 from jobqueue import committed_results, git_commit, mean_std, merge_rows
-from unicoder import VARIANTS, seen_languages
 
 MAIN = {"xnli": ["accuracy"], "xsid": ["intent_acc", "slot_f1", "semantic_acc"]}
 ORDER = ["none", "mlm", "mlm+tlm", "mlm+tlm_reset", "mlm+tlm_reset_libreoffice", "word_recovery_reset", "word_recovery",
          "paraphrase", "cs_mlm", "all5", "all5_reset", "all5+multi_language"]
 # the XLM each variant is paired against: XLM + more tasks with XLM's running positions against mlm+tlm (which ran so)
 # and XLM with the reset too; the reset runs with more tasks or more text against XLM with the reset
-XLM_BASE = {**{v: "mlm+tlm" for v, tasks in VARIANTS.items() if {"mlm", "tlm"} < set(tasks) and "_reset" not in v},
-            "mlm+tlm_reset": "mlm+tlm",
-            **{v: "mlm+tlm_reset" for v in VARIANTS if "_reset" in v and v != "mlm+tlm_reset"}}
+XLM_BASE = {"word_recovery": "mlm+tlm", "paraphrase": "mlm+tlm", "cs_mlm": "mlm+tlm", "all5": "mlm+tlm",
+            "mlm+tlm_reset": "mlm+tlm", "all5_reset": "mlm+tlm_reset", "mlm+tlm_reset_libreoffice": "mlm+tlm_reset",
+            "word_recovery_reset": "mlm+tlm_reset"}
 
 
 def _pretrain_rows(run: Path, variant: str) -> list[dict]:
@@ -58,21 +57,35 @@ def _fine_tune_rows(res: dict, variant: str, seen: set[str], method: str) -> lis
              "train_seconds": round(ts.get("train_seconds", 0), 1)} for lang, m in res["per_language"].items()]
 
 
+def seen_languages(runs: Path) -> set[str]:
+    """The languages a pre-training read: English, those of its translation pairs and of its mono/{lang}/ files."""
+    import re
+
+    for run in sorted(runs.glob("unicoder-*/results.json")):
+        res = json.loads(run.read_text())
+        mono = {m.group(1) for f in res["corpus"]["files"] if (m := re.search(r"/mono/([^/]+)/", f["file"]))}
+        return {"en", *mono, *(res["export"]["data"]["parallel"].get("pairs_per_language") or {})}
+    return set()
+
+
 def collect(runs: Path, results_dir: Path) -> None:
-    from unicoder import VARIANTS, stage_dir  # benchmarks/unicoder.py, on sys.path when run from there
+    from study import load_study
+
+    study = load_study("unicoder")
+    variants = [r["labels"]["variant"] for r in study["rows"] if "stage" in r]
 
     committed = committed_results(results_dir, "unicoder").get("rows", [])
     # no pre-training run here (a fresh checkout): the languages the committed rows were marked as seen in
     seen = seen_languages(runs) or {r["lang"] for r in committed if r.get("seen")}
     rows = []
-    for variant in VARIANTS:
-        if (stage_dir(variant) / "results.json").exists():
-            rows += _pretrain_rows(stage_dir(variant), variant)
+    for row in study["rows"]:
+        if "stage" in row and (runs / row["name"] / "results.json").exists():
+            rows += _pretrain_rows(runs / row["name"], row["labels"]["variant"])
     for run in sorted(runs.glob("*-unicoder-*-seed*")):
         if (run / "results.json").exists():
             res = json.loads((run / "results.json").read_text())
             variant = run.name.split("-unicoder-", 1)[1].rsplit("-seed", 1)[0]
-            variant = {v.replace("+", "-"): v for v in (*VARIANTS, "all5+multi_language")}.get(variant, variant)
+            variant = {v.replace("+", "-"): v for v in (*variants, "all5+multi_language")}.get(variant, variant)
             rows += _fine_tune_rows(res, variant, seen, "multi_language" if "multi" in variant else "zero_shot")
     if (runs / "unicoder-probe.json").exists():
         rows += json.loads((runs / "unicoder-probe.json").read_text())

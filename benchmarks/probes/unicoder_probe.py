@@ -11,7 +11,11 @@ and each finished pre-training in benchmarks/runs (``unicoder-{variant}/model``)
 """
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 
 XNLI_SENTENCES = 1000
 
@@ -71,3 +75,23 @@ def probe(data_dir: str, runs: Path, variants: list[str], seen: set[str], skip: 
             print(f"probe {variant:14} {dataset}: mean retrieval top-1 {100 * sum(got) / len(got):.1f} % "
                   f"over {len(got)} languages", flush=True)
     return rows
+
+
+def run_all(data_dir: str, runs: Path, variants: list[str] | None = None) -> None:
+    """``probe`` on the shipped encoder and every finished pre-training of the unicoder study (or ``variants``) ->
+    runs/unicoder-probe.json, merged with the rows of earlier probes (the probe is deterministic: a variant's rows
+    stay valid while its encoder is older than them; a pre-training no longer here keeps its committed rows)."""
+    from study import load_study
+    from unicoder_report import seen_languages
+
+    if variants is None:
+        variants = [r["labels"]["variant"] for r in load_study("unicoder")["rows"] if "stage" in r]
+    out = runs / "unicoder-probe.json"
+    old = json.loads(out.read_text()) if out.exists() else []
+
+    def unchanged(variant: str) -> bool:
+        done = runs / f"unicoder-{variant.replace('+', '-')}" / "results.json"
+        return variant == "none" or (done.exists() and done.stat().st_mtime < out.stat().st_mtime)
+    keep = frozenset(r["variant"] for r in old if unchanged(r["variant"]))
+    rows = [r for r in old if r["variant"] in keep] + probe(data_dir, runs, variants, seen_languages(runs), keep)
+    out.write_text(json.dumps(rows, indent=1))

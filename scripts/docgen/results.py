@@ -71,7 +71,7 @@ SCRIPTS = {
     "translation": "python benchmarks/translation.py --data-dir ../shared/data",
     "translation-throughput": "python benchmarks/translation.py --data-dir ../shared/data",
     "trelm": "python benchmarks/study.py trelm --data-dir ../shared/data",
-    "unicoder": "python benchmarks/unicoder.py --data-dir ../shared/data",
+    "unicoder": "python benchmarks/study.py unicoder --data-dir ../shared/data",
     "xeroalign-filter": "python benchmarks/study.py xeroalign-filter --data-dir ../shared/data",
     "xsid-zero-shot": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data --only xsid-zero-shot",
     "xsid-zero-shot-cuda": "python benchmarks/study.py xsid-zero-shot --data-dir ../shared/data --only "
