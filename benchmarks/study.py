@@ -19,7 +19,7 @@ A row (every key but ``name`` optional):
              entry's fields filled into its texts); ``extends: NAME``: that row's config/stage and overrides first
   then       ``{translate_test: {langs, overrides, name}}``: the run also scored through a translator
   base_only  a TreLM stage's base folder alone (vocabulary, fastText, alignment); ``manual``: run only when named
-  call       ``MODULE:FUNCTION`` instead of a config: a probe over the study's runs, called with (data_dir, runs)
+  call       ``MODULE:FUNCTION`` instead of a config: a probe over the study's runs, called with (data_dir, runs, **args)
   results    the results file of this row's rows, when not the study's (e.g. a bf16 or GPU variant's own file)
   requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
 ``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``); ``identity``
@@ -74,7 +74,7 @@ def run_row(row: dict, seed: int, data_dir: str) -> Path:
 
     if "call" in row:  # a probe over the study's runs: MODULE:FUNCTION(data_dir, runs)
         module, function = row["call"].split(":")
-        getattr(importlib.import_module(module), function)(data_dir, RUNS)
+        getattr(importlib.import_module(module), function)(data_dir, RUNS, **row.get("args", {}))
         return RUNS
     overrides = resolved_overrides(row, seed, data_dir)
     if "stage" in row:

@@ -1,4 +1,4 @@
-"""Collect the runs of benchmarks/tall.py into results/tall.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md.
+"""Collect the runs of the tall study (benchmarks/studies/tall.yaml) into results/tall.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md.
 
 Rows: ``tall_pretrain`` (one per pre-training and translation direction: reference BLEU on Tatoeba, round-trip BLEU
 on held-out lines, copy rate, cost), ``tall`` (NLU fine-tuning; variants none / dae_only / bt_only / encoder_only,
@@ -18,6 +18,7 @@ from xlt.stages.translation_eval import tokenize_of
 
 METRICS = ["intent_acc", "slot_f1", "semantic_acc"]
 VARIANTS = ["none", "dae_only", "bt_only", "encoder_only"]
+PAIRS = ("en-ja", "en-de")
 
 
 def _pretrain_rows(run: Path, pair: str, variant: str) -> tuple[list[dict], list[dict]]:
@@ -74,12 +75,10 @@ def _mean(rows: list[dict], metric: str) -> float | None:
 
 
 def collect(runs: Path, results_dir: Path) -> None:
-    from tall import PAIRS, pretrain_name  # benchmarks/tall.py, on sys.path when run from there
-
     rows, curves = [], []
     for pair in PAIRS:
         for variant in ("none", "dae_only", "bt_only"):
-            run = runs / pretrain_name(pair, variant)
+            run = runs / (f"tall-{pair}" + ("" if variant == "none" else f"-{variant}"))
             if (run / "results.json").exists():
                 got, curve = _pretrain_rows(run, pair, variant)
                 rows += got

@@ -4,7 +4,7 @@ scale step, for a GPU).
 The shipped ``pretrain-tall-en-ja`` recipe (DAE warm-up with the encoder frozen, then DAE + on-the-fly
 back-translation; same learning rates, the same 3 : 8 split of steps between the phases) at a larger batch, with as
 many steps as fit a wall-clock budget: a short probe run times a step of each phase first.  Then the NLU fine-tune
-of ``benchmarks/tall.py`` (config ``xsid-zero-shot``, method ``tall``, checkpoint chosen on the ENGLISH dev set) on
+of the tall study (config ``xsid-zero-shot``, method ``tall``, checkpoint chosen on the ENGLISH dev set) on
 the result, evaluated on xSID en and ja.  ``budget_multiple`` = sentences trained on / those of the committed CPU
 row (``results/tall.json``, en-ja, variant none).  ``--pair en-syn-en``: the synthetic pair's TALL stage instead
 (the synthetic study's ``synthetic-pretrain-tall`` rows: English text, the images of other English files, BLEU against the exact

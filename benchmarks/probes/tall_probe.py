@@ -101,3 +101,14 @@ def probe(pair: str, data_dir: str, stage: Path, nlu_run: Path | None) -> list[d
                 print(f"{name:18} {states:8} " + "  ".join(f"{k} {v}" for k, v in rows[-1].items()
                                                           if k.endswith(("top1", "cosine"))))
     return rows
+
+
+def run(data_dir: str, runs: Path, pair: str) -> None:
+    """The probe on the pair's pre-training (runs/tall-PAIR) and its seed-1 NLU run -> runs/tall-PAIR/probe.json."""
+    import json
+
+    stage = runs / f"tall-{pair}"
+    if not (stage / "results.json").exists():
+        raise SystemExit(f"{stage}: pre-train first (row tall-{pair})")
+    rows = probe(pair, data_dir, stage, runs / f"xsid-tall-{pair}-none-seed1")
+    (stage / "probe.json").write_text(json.dumps(rows, indent=1) + "\n")

@@ -53,7 +53,7 @@ SCRIPTS = {
     "synthetic": "python benchmarks/study.py synthetic --data-dir ../shared/data",
     "synthetic-cuda": "XLT_SYNTHETIC_NAME=synthetic-cuda python benchmarks/study.py synthetic --data-dir ../shared/data "
                       "(on a GPU)",
-    "tall": "python benchmarks/tall.py --data-dir ../shared/data",
+    "tall": "python benchmarks/study.py tall --data-dir ../shared/data",
     "fidelity": "python benchmarks/study.py fidelity --data-dir ../shared/data [--only ROW]",
     "tall-copy-probe": "python benchmarks/probes/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100 "
                        "[--variants NAME ...]",
