@@ -19,6 +19,7 @@ A row (every key but ``name`` optional):
              entry's fields filled into its texts); ``extends: NAME``: that row's config/stage and overrides first
   then       ``{translate_test: {langs, overrides, name}}``: the run also scored through a translator
   base_only  a TreLM stage's base folder alone (vocabulary, fastText, alignment); ``manual``: run only when named
+  evaluate   false: no test sets (a hyper-parameter probe on the English dev set)
   call       ``MODULE:FUNCTION`` instead of a config: a probe over the study's runs, called with (data_dir, runs, **args)
   results    the results file of this row's rows, when not the study's (e.g. a bf16 or GPU variant's own file)
   requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
@@ -80,7 +81,8 @@ def run_row(row: dict, seed: int, data_dir: str) -> Path:
     if "stage" in row:
         cfg = load_stage_config(find_config(row["stage"]), overrides + EXTRA["stage"])
         return trelm_base(cfg) if row.get("base_only") else pretrain(cfg)
-    folder = train_evaluate(load_config(find_config(row["config"]), overrides + EXTRA["config"]))
+    folder = train_evaluate(load_config(find_config(row["config"]), overrides + EXTRA["config"]),
+                            evaluate=row.get("evaluate", True))
     tt = row.get("then", {}).get("translate_test")
     if tt and not (folder / f"results-{tt['name']}.json").exists():
         evaluate_run(folder, tt["langs"], "test", "translate_test", tt.get("overrides", []), tt["name"])

@@ -45,7 +45,7 @@ def expanded(study: dict) -> list[dict]:
         return [x for item in items for x in (flat(item) if isinstance(item, list) else [item])]
 
     def inherited(row: dict, values: dict) -> tuple[dict, list[str]]:
-        own = {k: row[k] for k in ("config", "stage") if k in row}
+        own = {k: fill(row[k], values) for k in ("config", "stage") if k in row}
         mine = fill(flat(row.get("overrides", [])), values)
         if "extends" not in row:
             return own, mine

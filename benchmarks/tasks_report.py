@@ -1,4 +1,4 @@
-"""Collect the runs of benchmarks/tasks.py into results/{xnli,pawsx,panx,udpos}.json (+ .md) and
+"""Collect the runs of the tasks study into results/{xnli,pawsx,panx,udpos}.json (+ .md) and
 results/filter-equal-steps.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md. Rows of runs present in
 benchmarks/runs replace the committed rows of the same method, language, seed and regime; committed rows of runs not
 present here are kept (a fresh checkout has no runs); a file with nothing new is not rewritten."""

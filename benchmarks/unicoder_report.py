@@ -90,7 +90,7 @@ def collect(runs: Path, results_dir: Path) -> None:
     if (runs / "unicoder-probe.json").exists():
         rows += json.loads((runs / "unicoder-probe.json").read_text())
     seeds = sorted({r["seed"] for r in rows if r["method"] not in ("unicoder_pretrain", "probe")}) or [1, 2, 3]
-    # the shipped encoder: the zero-shot XNLI rows of benchmarks/tasks.py (results/xnli.json), same config and seeds
+    # the shipped encoder: the zero-shot XNLI rows of the tasks study (results/xnli.json), same config and seeds
     xnli = committed_results(results_dir, "xnli")
     rows += [{**r, "regime": "equal_steps", "variant": "none", "seen": r["lang"] in seen,
               "source": "benchmarks/results/xnli.json"}
@@ -105,7 +105,7 @@ def collect(runs: Path, results_dir: Path) -> None:
              "task in turn; monolingual text mono/{en,de,es,ja,zh,tr}; translation pairs: Bibles en-de, en-es (also "
              "the code-switched documents), gettext catalogs en-{de,es,ja,zh,tr}; amounts in the pretrain rows' "
              "data). Variants: mlm; mlm+tlm (XLM); word_recovery / paraphrase / cs_mlm = XLM + that task; all5. "
-             "Fine-tuning: xnli-zero-shot (lr chosen on English dev by benchmarks/tasks.py) and xsid-zero-shot "
+             "Fine-tuning: xnli-zero-shot (lr chosen on English dev by the tasks study) and xsid-zero-shot "
              "(1000 steps x 32, lr 3e-4), checkpoint chosen on the ENGLISH dev set, seeds " + str(seeds) + "; "
              "all5+multi_language: multi-language fine-tuning (XNLI: + es by Apertium; xSID: + sr by Apertium, da "
              "shipped MT). seen = the pre-training read text in that language. none = the shipped encoder.")

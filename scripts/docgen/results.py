@@ -38,14 +38,14 @@ FRACTIONS = {"accuracy", "f1", "precision", "recall", "intent_acc", "slot_f1", "
 SCRIPTS = {
     "architectures": "python benchmarks/architectures.py",
     "continued-mlm-ja": "python benchmarks/continued_mlm.py --data-dir ../shared/data",
-    "filter-equal-steps": "python benchmarks/tasks.py --data-dir ../shared/data --only mtod-filter-es-1000 "
+    "filter-equal-steps": "python benchmarks/study.py tasks --data-dir ../shared/data --only mtod-filter-es-1000 "
                           "mtod-filter-self-teaching-es-1000",
-    "mtod-zero-shot-newcore": "python benchmarks/tasks.py --data-dir ../shared/data --only mtod-zero-shot-newcore",
-    "xsid-zero-shot-newcore": "python benchmarks/tasks.py --data-dir ../shared/data --only xsid-zero-shot-newcore",
-    "panx": "python benchmarks/tasks.py --data-dir ../shared/data",
-    "pawsx": "python benchmarks/tasks.py --data-dir ../shared/data",
-    "udpos": "python benchmarks/tasks.py --data-dir ../shared/data",
-    "xnli": "python benchmarks/tasks.py --data-dir ../shared/data",
+    "mtod-zero-shot-newcore": "python benchmarks/study.py tasks --data-dir ../shared/data --only mtod-zero-shot-newcore",
+    "xsid-zero-shot-newcore": "python benchmarks/study.py tasks --data-dir ../shared/data --only xsid-zero-shot-newcore",
+    "panx": "python benchmarks/study.py tasks --data-dir ../shared/data",
+    "pawsx": "python benchmarks/study.py tasks --data-dir ../shared/data",
+    "udpos": "python benchmarks/study.py tasks --data-dir ../shared/data",
+    "xnli": "python benchmarks/study.py tasks --data-dir ../shared/data",
     "projection": "python benchmarks/projection.py --data-dir ../shared/data",
     "reproducibility": "python benchmarks/reproducibility.py --data-dir ../shared/data",
     "selection": "python benchmarks/selection.py --data-dir ../shared/data",
