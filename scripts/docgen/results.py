@@ -37,7 +37,7 @@ FRACTIONS = {"accuracy", "f1", "precision", "recall", "intent_acc", "slot_f1", "
 # which script writes which results file, and how to run it (the scripts' own usage lines)
 SCRIPTS = {
     "architectures": "python benchmarks/architectures.py",
-    "continued-mlm-ja": "python benchmarks/continued_mlm.py --data-dir ../shared/data",
+    "continued-mlm-ja": "python benchmarks/study.py continued-mlm --data-dir ../shared/data",
     "filter-equal-steps": "python benchmarks/study.py tasks --data-dir ../shared/data --only mtod-filter-es-1000 "
                           "mtod-filter-self-teaching-es-1000",
     "mtod-zero-shot-newcore": "python benchmarks/study.py tasks --data-dir ../shared/data --only mtod-zero-shot-newcore",
