@@ -133,7 +133,7 @@ def _key(where: str, key: str) -> str:
 
 
 def _source(where: str, overrides: list[str] | None) -> str:
-    return f"{where} (with command-line overrides):" if overrides else f"{where}:"
+    return f"{where} (with overrides):" if overrides else f"{where}:"
 
 
 YAML11_BOOLEANS = {"yes": True, "on": True, "y": True, "no": False, "off": False, "n": False}

@@ -90,7 +90,7 @@ def require_file(path: Path, what: str) -> Path:
     if not path.exists():
         folder = path.parent
         raise DataError(f"{path}: {what} not found" + ("" if folder.is_dir() else
-                        f" ({folder} does not exist: point data.data_dir / --data-dir at the shared data folder)"))
+                        f" ({folder} does not exist: set data.data_dir=PATH to the folder that holds the datasets)"))
     return path
 
 

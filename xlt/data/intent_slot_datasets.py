@@ -27,8 +27,8 @@ XSID_TRAIN_INTENT_MAP = {"GetWeather": "weather/find"}
 def _xsid_dir(data_dir: Path) -> Path:
     d = Path(data_dir) / "xsid"
     if not d.is_dir():
-        raise DataError(f"{d}: xSID data not found. Point --data-dir (or data.data_dir=...) at a folder holding "
-                        "xsid/ (in this project: ../shared/data).")
+        raise DataError(f"{d}: xSID data not found. Set data.data_dir=PATH to a folder holding xsid/ (the layout: "
+                        "docs/data-sources.md; in this project: ../shared/data).")
     return d
 
 
