@@ -29,7 +29,7 @@ def check_run_dir(run_dir: Path, resume: bool, overwrite: bool = False, main: bo
     that died before its first checkpoint (no ``last``, never finished) starts it afresh.  ``main``: this is the
     main process (the only one that speaks)."""
     if overwrite and resume:
-        raise XltError("--resume and --overwrite contradict each other: pass one")
+        raise XltError("--resume and --overwrite (resume=True, overwrite=True in the API) contradict each other: pass one")
     if overwrite and run_dir.exists():
         if not (run_dir / "config.yaml").exists() and any(run_dir.iterdir()):
             raise XltError(f"{run_dir} holds files but no run (no config.yaml): not replacing it; choose another "
@@ -40,8 +40,8 @@ def check_run_dir(run_dir: Path, resume: bool, overwrite: bool = False, main: bo
                            f"first; nothing was changed")
         return False
     if run_dir.exists() and any(run_dir.iterdir()) and not resume:
-        raise XltError(f"{run_dir} already holds a run: pass --resume to continue it (a run that died before its "
-                       "first checkpoint starts afresh), --overwrite to replace it (the old run is kept until the new "
+        raise XltError(f"{run_dir} already holds a run: pass --resume (API: resume=True) to continue it (a run that died "
+                       "before its first checkpoint starts afresh), --overwrite (overwrite=True) to replace it (the old run is kept until the new "
                        "one finishes training), or choose another name (name=...) / output_dir")
     if not resume or (run_dir / "last").exists():
         return resume
@@ -49,7 +49,7 @@ def check_run_dir(run_dir: Path, resume: bool, overwrite: bool = False, main: bo
     if finished or (run_dir / "best").exists():
         raise XltError(f"{run_dir / 'last'}: nothing to resume (the run "
                        f"{'finished' if finished else 'has a best checkpoint but no resumable one'}); pass --overwrite "
-                       f"to train it again, or choose another name (name=...)")
+                       f"(API: overwrite=True) to train it again, or choose another name (name=...)")
     if main:
         print(f"--resume: {run_dir} has no checkpoint yet (the run stopped before its first one): starting it afresh")
     return False
