@@ -84,3 +84,49 @@ def test_a_page_per_task_method_and_stage_with_its_options():
                 assert f"`options.{field}" in page, f"{folder}/{name}: option {field} not documented"
     assert "train.batch_size" in generated["reference/config.md"]
     assert "xlt train" in generated["reference/cli.md"] and "/predict" in generated["reference/http.md"]
+
+
+def undescribed_settings() -> list[str]:
+    """Settings and options whose dataclass field has no description (a comment above it or at the end of its line)."""
+    import dataclasses
+    import typing
+
+    from xlt.config import PhaseConfig, RunConfig, StageConfig
+    from xlt.registry import METHODS, STAGES
+
+    missing = []
+
+    def walk(cls: type, prefix: str) -> None:
+        comments, hints = pages.field_comments(cls), typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if dataclasses.is_dataclass(hints.get(f.name)):
+                walk(hints[f.name], f"{prefix}{f.name}.")
+            elif not comments.get(f.name):
+                missing.append(f"{prefix}{f.name}")
+
+    for cls, prefix in ((RunConfig, ""), (StageConfig, "(stage) "), (PhaseConfig, "phases.N.")):
+        walk(cls, prefix)
+    for registry in (METHODS, STAGES):
+        for name, cls in registry.items():
+            if dataclasses.is_dataclass(getattr(cls, "Options", None)):
+                walk(cls.Options, f"{name}: options.")
+    return missing
+
+
+def test_every_setting_and_option_is_described():
+    """The configuration reference and the method / stage pages show each field's comment: none may be empty."""
+    assert undescribed_settings() == []
+
+
+def test_a_field_is_described_by_the_comment_above_it_or_at_its_end():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Example:
+        # what a is,
+        # over two lines
+        a: int = 1
+        b: int = 2  # what b is
+        c: int = 3
+
+    assert pages.field_comments(Example) == {"a": "what a is, over two lines", "b": "what b is"}

@@ -31,16 +31,19 @@ class ModelConfig:
     # PyTorch's CPU attention take its fused kernel instead of the unfused math one; measured on xSID, 1.03x on
     # the mean of 3 seeds (inside the run-to-run spread): docs/benchmarks/training-speed.md
     attention_dropout: float | None = ranged(None, 0, below=1)
+    # input embeddings stay as they are (the shipped configs; new vocabulary needs false)
     freeze_embeddings: bool = True
     trim_vocab: bool = True  # keep only embedding rows the run's data uses (exact: rows are copied unchanged)
 
 
 @dataclass
 class DataConfig:
-    data_dir: str = path_field("../shared/data")
+    data_dir: str = path_field("../shared/data")  # the data folder: a subfolder per dataset (docs/data-sources.md)
     dataset: str = "xsid"  # the task follows from it: xsid | mtod | massive | xnli | pawsx | panx | udpos
-    source_lang: str = "en"
+    source_lang: str = "en"  # the labelled language: training, and the dev set checkpoints are chosen on
+    # languages whose labelled training sets are read (multi-language methods add translations)
     train_langs: list[str] = field(default_factory=lambda: ["en"])
+    # languages tested after training (their test sets; the source language's too)
     eval_langs: list[str] = field(default_factory=lambda: ["en", "de", "da", "ja", "kk"])
     dedup: bool = True  # drop exact duplicate training examples (count reported)
     orphan_policy: Literal["to_b", "skip"] = "to_b"  # orphan I- tags: to_b (repair) | skip (drop the utterance)
@@ -50,14 +53,15 @@ class DataConfig:
 
 @dataclass
 class TrainConfig:
+    # how fine-tuning uses the data: zero_shot, translate_train, xeroalign, filter, ... (docs: Methods)
     method: str = "zero_shot"
-    seed: int = 1
-    batch_size: int = positive(32)
-    eval_batch_size: int = positive(128)
+    seed: int = 1  # seeds data order, head initialisation, dropout and sampling (same seed + machine: same numbers)
+    batch_size: int = positive(32)  # examples per step over all processes (pairs for paired methods)
+    eval_batch_size: int = positive(128)  # examples per forward pass when evaluating and predicting
     lr: float = 3e-4  # >= 0 (0: the weights stay as they are)
-    weight_decay: float = 0.01
-    warmup_ratio: float = fraction(0.1)
-    max_steps: int = positive(600)
+    weight_decay: float = 0.01  # AdamW's decoupled weight decay
+    warmup_ratio: float = fraction(0.1)  # share of max_steps with a linearly rising rate
+    max_steps: int = positive(600)  # optimizer steps the run trains for
     grad_clip: float = 1.0  # 0 = no clipping
     eval_every: int = positive(100)  # evaluate on the source-language dev set and checkpoint every N steps
     patience: int = 0  # stop after N evaluations without improvement (0 = never)
@@ -80,7 +84,7 @@ class TrainConfig:
     # average of the weights of the last `average_last` evaluated checkpoints; target_dev: the best mean score on
     # labelled target-language dev sets (`target_dev_langs`): NOT zero-shot, and every report says so
     select: Literal["source_dev", "last", "average", "target_dev"] = "source_dev"
-    average_last: int = positive(3)
+    average_last: int = positive(3)  # select=average: how many evaluated checkpoints
     target_dev_langs: list[str] = field(default_factory=list)  # target_dev: [] = data.eval_langs but the source
     keep_checkpoints: bool = False  # keep every evaluated model in RUN_DIR/checkpoints/step-N (safetensors)
 
@@ -112,8 +116,8 @@ class TranslationConfig:
 
 @dataclass
 class RunConfig:
-    name: str = "run"
-    output_dir: str = "runs"
+    name: str = "run"  # the run's folder name under output_dir
+    output_dir: str = "runs"  # where run folders go (relative to the working directory)
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -260,7 +264,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
 @dataclass
 class CorpusConfig:
     """Plain-text corpora (one sentence a line) read by a stage, tokenized once into a cache."""
-    data_dir: str = path_field("../shared/data")
+    data_dir: str = path_field("../shared/data")  # the data folder the corpus globs are relative to
     files: list[str] = field(default_factory=list)  # globs under data_dir, e.g. mono/ja/*.txt
     # globs by language, for stages that need each sentence's language (TALL): {en: [mono/en/*.txt], ja: [...]}
     langs: dict[str, list[str]] = field(default_factory=dict)
@@ -279,17 +283,18 @@ class CorpusConfig:
 @dataclass
 class PhaseConfig:
     """One phase of a stage: objectives with weights (a batch of each in turn), trainable-parameter patterns."""
-    name: str = "main"
-    steps: int = positive(1000)
+    name: str = "main"  # the phase's name (its folder RUN_DIR/phaseN-NAME; start_from refers to it)
+    steps: int = positive(1000)  # optimizer steps of the phase
     lr: float = 5e-5  # >= 0 (0: the weights stay as they are)
-    batch_size: int = positive(32)
-    warmup_ratio: float = fraction(0.06)
-    weight_decay: float = 0.01
+    batch_size: int = positive(32)  # sequences per step
+    warmup_ratio: float = fraction(0.06)  # share of the phase's steps with a linearly rising rate
+    weight_decay: float = 0.01  # AdamW's decoupled weight decay
     grad_clip: float = 1.0  # 0 = no clipping
-    eval_every: int = positive(250)
+    eval_every: int = positive(250)  # evaluate the held-out text and checkpoint every N steps
     # learning rate after warmup: linear decay to 0 at the last step, or the inverse square root of the step
     # (Unicoder's pre-training, as fairseq's inverse_sqrt)
     schedule: Literal["linear", "inverse_sqrt"] = "linear"
+    # the stage's objectives with their loss weights, e.g. {mlm: 1.0, tlm: 1.0}
     objectives: dict[str, float] = field(default_factory=lambda: {"mlm": 1.0})
     # fnmatch patterns over parameter names ("encoder.*", "objectives.mlm.*"); the rest is frozen
     trainable: list[str] = field(default_factory=lambda: ["*"])
@@ -300,6 +305,7 @@ class PhaseConfig:
 
 @dataclass
 class StageModelConfig:
+    # zoo name or a HF folder: the encoder the stage starts from
     name: str = path_field("multilingual-e5-small", "model")
     trim_vocab: bool = True  # input and output vocabulary = the ids of the corpora (exact; untrimmed on export)
     # as ModelConfig.attention_dropout, while pre-training only: the exported folder keeps the base's own value
@@ -308,15 +314,16 @@ class StageModelConfig:
 
 @dataclass
 class StageConfig:
-    name: str = "stage"
-    output_dir: str = "runs"
-    stage: str = "continued_mlm"
-    seed: int = 1
-    threads: int = 0
+    name: str = "stage"  # the stage's folder name under output_dir
+    output_dir: str = "runs"  # where stage folders go
+    stage: str = "continued_mlm"  # which stage runs: continued_mlm, unicoder, tall, trelm (docs: Stages)
+    seed: int = 1  # seeds masking, sampling and initialisation
+    threads: int = 0  # torch intra-op threads; 0 = the CPU cores available
     mixed_precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # as train.mixed_precision of fine-tuning
-    eval_batch_size: int = positive(64)
+    eval_batch_size: int = positive(64)  # sequences per forward pass when evaluating
     model: StageModelConfig = field(default_factory=StageModelConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    # the phases, run one after another on the same loop
     phases: list[PhaseConfig] = field(default_factory=lambda: [PhaseConfig()])
     options: dict = field(default_factory=dict)  # the stage's own settings, typed by its Options dataclass
 

@@ -43,7 +43,8 @@ def rst_to_md(text: str) -> str:
 
 
 def field_comments(cls: type) -> dict[str, str]:
-    """The comment at the end of each field's line in the dataclass source (``name: int = 3  # what it is``)."""
+    """Each field's description in the dataclass source: the comment lines just above it, then the comment at the end
+    of its line(s) (``name: int = 3  # what it is``)."""
     try:
         lines, start = inspect.getsourcelines(cls)
     except (OSError, TypeError):
@@ -51,9 +52,14 @@ def field_comments(cls: type) -> dict[str, str]:
     out = {}
     for node in ast.parse(textwrap.dedent("".join(lines))).body[0].body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            line = lines[node.lineno - 1]
-            if "#" in line:
-                out[node.target.id] = line.split("#", 1)[1].strip()
+            above, i = [], node.lineno - 2
+            while i >= 0 and lines[i].strip().startswith("#"):
+                above.insert(0, lines[i].strip().lstrip("#").strip())
+                i -= 1
+            after = [line.split("#", 1)[1].strip() for line in lines[node.lineno - 1:node.end_lineno] if "#" in line]
+            text = " ".join(above + after).strip()
+            if text:
+                out[node.target.id] = text
     return out
 
 

@@ -125,19 +125,19 @@ def mean_cosine(mapped: torch.Tensor, target: torch.Tensor, words: int = 10000, 
 
 @dataclass
 class AdversarialSettings:
-    epochs: int = 5
+    epochs: int = 5  # epochs of MUSE's adversarial game (0: skip the adversarial map)
     epoch_size: int = positive(100_000)  # examples per epoch (MUSE: 1M; this machine has 2 cores)
-    batch_size: int = positive(32)
-    discriminator_steps: int = 5
-    discriminator_hidden: int = positive(2048)
-    discriminator_input_dropout: float = ranged(0.1, 0, below=1)
-    smooth: float = ranged(0.1, 0, below=0.5)
-    most_frequent: int = 75000
+    batch_size: int = positive(32)  # words per adversarial batch
+    discriminator_steps: int = 5  # discriminator updates per mapping update
+    discriminator_hidden: int = positive(2048)  # hidden width of the discriminator
+    discriminator_input_dropout: float = ranged(0.1, 0, below=1)  # dropout on the discriminator's input
+    smooth: float = ranged(0.1, 0, below=0.5)  # label smoothing of the discriminator's targets
+    most_frequent: int = 75000  # only the N most frequent words are fed to the discriminator
     beta: float = 0.001  # orthogonalisation (TreLM's MUSE setting)
     lr: float = positive(0.1)  # SGD for both, decayed by lr_decay each epoch, shrunk when the criterion drops
-    lr_decay: float = ranged(0.98, above=0, high=1)
-    lr_shrink: float = ranged(0.5, above=0, high=1)
-    seed: int = 1
+    lr_decay: float = ranged(0.98, above=0, high=1)  # learning-rate factor after each epoch
+    lr_shrink: float = ranged(0.5, above=0, high=1)  # learning-rate factor when the validation criterion drops
+    seed: int = 1  # seeds the adversarial game
 
 
 class Discriminator(nn.Module):

@@ -43,10 +43,10 @@ from xlt.errors import DataError
 
 @dataclass
 class VocabularySettings:
-    vocab_size: int = positive(30000)
+    vocab_size: int = positive(30000)  # entries of the new WordPiece vocabulary over both languages' text
     max_lines: int = 0  # per file, 0 = all
-    fasttext_epochs: int = positive(5)
-    refinement_iterations: int = 5
+    fasttext_epochs: int = positive(5)  # training epochs of each fastText model
+    refinement_iterations: int = 5  # Procrustes refinement rounds after each seed map
     # the map that initialises (all are computed and reported; adversarial.epochs=0 skips the slow adversarial one)
     alignment: Literal["adversarial", "identical_strings", "similarity_seed"] = "identical_strings"
     # where the target fastText space is mapped: the English model's input embeddings (the paper), or the English
@@ -60,7 +60,7 @@ class VocabularySettings:
     copy_shared_rows: bool = True
     adversarial: AdversarialSettings = field(default_factory=AdversarialSettings)
     seed_words: int = positive(4000)  # most frequent words VecMap's similarity seed describes
-    seed: int = 1
+    seed: int = 1  # seeds fastText, the maps and their sampling
 
 
 def read_dictionary(path: Path) -> list[tuple[str, str]]:

@@ -29,8 +29,8 @@ from xlt.translate.pairs import training_pairs
 
 @dataclass
 class XeroAlignOptions:
-    weight: float = 1.0
-    distance: Literal["mse", "cosine"] = "mse"
+    weight: float = 1.0  # the alignment loss's weight beside the task loss (the paper: 1)
+    distance: Literal["mse", "cosine"] = "mse"  # between the two sentence embeddings: mse (the paper) or cosine
     reduction: Literal["mean", "sum"] = "mean"  # over the hidden dimensions
     pooling: Literal["", "cls", "mean"] = ""  # "" = the task head's pooling
 

@@ -150,7 +150,8 @@ def run_stage(cfg, resume: bool = False, stop_after: tuple[int, int] | None = No
     accelerator = make_accelerator(cfg.mixed_precision, kwargs_handlers=[DistributedDataParallelKwargs(
         find_unused_parameters=len(objectives_used) > 1)])
     if overwrite and resume:
-        raise XltError("--resume and --overwrite (resume=True, overwrite=True in the API) contradict each other: pass one")
+        raise XltError("--resume and --overwrite (resume=True, overwrite=True in the API) contradict each other: "
+                       "pass one")
     if overwrite or not resume or not (run_dir / "config.yaml").exists():  # a stage resumes phase by phase
         resume = check_run_dir(run_dir, False, overwrite, accelerator.is_main_process)
     accelerator.wait_for_everyone()

@@ -25,10 +25,10 @@ from xlt.stages import PretrainModel, Stage
 
 @dataclass
 class ContinuedMLMOptions:
-    mask_prob: float = ranged(0.15, above=0, high=1)
+    mask_prob: float = ranged(0.15, above=0, high=1)  # share of tokens masked (BERT's 80/10/10 replacement)
     eval_sequences: int = 1000  # held-out sequences for the held-out MLM loss (fixed masking)
     pppl_sequences: int = 100  # held-out sequences for pseudo-perplexity (one forward pass per token)
-    bucket_size: int = positive(50)
+    bucket_size: int = positive(50)  # batches per length-sorted bucket (dynamic padding)
 
 
 

@@ -39,9 +39,9 @@ from xlt.stages.translation_eval import TranslationEval, read_lines
 @dataclass
 class TallOptions:
     languages: list[str] = field(default_factory=lambda: ["en", "ja"])  # the pair; corpus.langs names their files
-    decoder_layers: int = positive(2)
-    decoder_heads: int = positive(6)
-    decoder_ffn: int = positive(1536)
+    decoder_layers: int = positive(2)  # layers of the new decoder
+    decoder_heads: int = positive(6)  # attention heads of each decoder layer
+    decoder_ffn: int = positive(1536)  # feed-forward width of each decoder layer
     # "random": all new; "encoder": self-attention and feed-forward layers from the encoder's first layers (XLM's
     # recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
     decoder_init: Literal["random", "encoder"] = "random"
@@ -49,17 +49,17 @@ class TallOptions:
     # the encoder states the decoder attends to: -1 the last layer's (the paper's); k the output of layer k (0: the
     # embeddings); memory_mix: a learned softmax-weighted mix of all of them instead (TiedDecoder.memory)
     memory_layer: int = ranged(-1, -1)
-    memory_mix: bool = False
-    decoder_dropout: float = ranged(0.1, 0, below=1)
+    memory_mix: bool = False  # attend to a learned softmax-weighted mix of every encoder layer (overrides memory_layer)
+    decoder_dropout: float = ranged(0.1, 0, below=1)  # dropout inside the decoder layers
     max_decode_length: int = positive(64)  # generated tokens at most (back-translation and evaluation)
     word_dropout: float = ranged(0.1, 0, below=1)  # DAE noise (Lample et al. 2018b: 0.1, shuffle window 3)
-    word_shuffle: float = 3.0
-    word_blank: float = ranged(0.0, 0, below=1)
-    bucket_size: int = positive(50)
+    word_shuffle: float = 3.0  # DAE noise: a local shuffle, no sub-token moving more than this - 1 places
+    word_blank: float = ranged(0.0, 0, below=1)  # DAE noise: share of sub-tokens replaced by the blank token
+    bucket_size: int = positive(50)  # batches per length-sorted bucket (dynamic padding)
     eval_sentences: int = 100  # held-out sentences per language for round-trip BLEU
     # lang -> [file in lang, line-aligned file in languages[0]] under corpus.data_dir, for reference BLEU
     reference: dict[str, list[str]] = field(default_factory=dict)
-    reference_sentences: int = 200
+    reference_sentences: int = 200  # sentence pairs of each reference file scored for reference BLEU
     samples: int = 3  # translations shown in the metrics log at each evaluation
 
 

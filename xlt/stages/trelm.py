@@ -56,18 +56,20 @@ def pairs_digest(source: list[list[int]], target: list[list[int]], n_train: int)
 
 @dataclass
 class TreLMOptions:
-    source_lang: str = "en"
-    target_lang: str = "es"
+    source_lang: str = "en"  # the language of the model's own vocabulary (English for MiniLM)
+    target_lang: str = "es"  # the language the model migrates to
+    # the new embedding rows: aligned (fastText mapped into the model, the paper), random (random rows, the layers
+    # kept) or scratch (every weight random)
     init: Literal["aligned", "random", "scratch"] = "aligned"
     base_from: str = path_field()  # RUN_DIR/base of an earlier TreLM run: its vocabulary (and, with init aligned, its weights)
     test_dictionary: str = "muse/en-es.5000-6500.txt"  # MUSE's test split, under corpus.data_dir
     candidate_dictionary: str = "muse/en-es.0-5000.txt"  # its English words: the retrieval candidates
     vocabulary: VocabularySettings = field(default_factory=VocabularySettings)
-    mask_prob: float = ranged(0.15, above=0, high=1)
+    mask_prob: float = ranged(0.15, above=0, high=1)  # share of tokens masked for MLM and CdLM
     mlm_rows_per_cdlm_row: float = 1.0  # target-MLM rows added to each CdLM batch (the unified formulation)
     eval_sequences: int = 1000  # held-out sequences per language for BPW
     eval_pairs: int = 500  # held-out pairs per CdLM direction
-    bucket_size: int = positive(50)
+    bucket_size: int = positive(50)  # batches per length-sorted bucket (dynamic padding)
     # the language embeddings' start: orthogonal rows (the paper); zeros (xlt before issue 101); normal (N(0, 0.02),
     # the authors' code, which leaves them to BERT's init)
     lang_init: Literal["orthogonal", "zeros", "normal"] = "orthogonal"

@@ -43,13 +43,13 @@ PAIR_TASKS = {"tlm", "word_recovery", "paraphrase", "cs_mlm"}
 
 @dataclass
 class UnicoderOptions:
-    mask_prob: float = ranged(0.15, above=0, high=1)
+    mask_prob: float = ranged(0.15, above=0, high=1)  # share of tokens masked for the MLM-style tasks
     document_files: list[str] = field(default_factory=lambda: ["*bible*"])  # parallel files that are documents
     document_max_length: int = positive(128)  # sub-tokens per code-switched document (cut at sentence boundaries)
     hard_negatives: bool = True  # False: random negatives (the paraphrase task's ablation)
     dan_steps: int = 300  # the deep averaging network that mines hard negatives
-    dan_batch_size: int = positive(128)
-    dan_lr: float = positive(1.0e-3)
+    dan_batch_size: int = positive(128)  # batch of the deep averaging network that mines hard negatives
+    dan_lr: float = positive(1.0e-3)  # learning rate of that network
     # TLM: the translation's positions start again from 0, as in XLM's TLM (Lample & Conneau 2019), which Unicoder's
     # TLM is; false: positions run on through the pair, as fine-tuning on sentence pairs reads it
     tlm_reset_positions: bool = True
@@ -57,7 +57,7 @@ class UnicoderOptions:
     # 62 % of the pairs), or "equal": each batch one language, the languages in turn (as Unicoder samples them)
     language_sampling: Literal["proportional", "equal"] = "proportional"
     eval_examples: int = 500  # held-out examples per task
-    bucket_size: int = positive(50)
+    bucket_size: int = positive(50)  # batches per length-sorted bucket (dynamic padding)
 
 
 def _parallel(cfg, tokenizer):
