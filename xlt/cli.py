@@ -169,6 +169,12 @@ def cmd_models(args) -> None:
             print(f"{name}: {zoo.prepare(name, force=args.force)} ({time.time() - t0:.1f}s)")
 
 
+def cmd_methods(args) -> None:
+    from xlt.methods.measured import methods_table
+
+    print(methods_table())
+
+
 def cmd_demo(args) -> None:
     from xlt.config import find_config, load_config
     from xlt.evaluation import evaluate_run
@@ -305,6 +311,8 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", default=["multilingual-e5-small"])
     p.add_argument("--force", action="store_true")
     p.set_defaults(func=cmd_models)
+    p = sub.add_parser("methods", help="choosing a method: what each needs and what it measured against zero-shot")
+    p.set_defaults(func=cmd_methods)
     p = sub.add_parser("demo", help="train multilingual-e5-small briefly on xSID en, evaluate on 6 languages")
     p.add_argument("--data-dir")
     p.add_argument("--output-dir", default="runs")

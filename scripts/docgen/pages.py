@@ -388,8 +388,55 @@ def _rows_or_none(name: str) -> list[dict]:
         return []
 
 
+def choosing_page() -> str:
+    """methods/choosing.md: each method's needs, training cost and measured gains (xlt/methods/measured.json, the
+    same table as ``xlt methods``), and per task the method that gained most."""
+    from xlt.methods import METHODS
+    from xlt.methods.measured import cost_text, gain_text, measured
+
+    data = measured()
+    by = {(r["method"], r["task"]): r for r in data["rows"]}
+    head = "| method | needs | training cost | " + " | ".join(data["tasks"]) + " |"
+    rows = [head, "|---" * (3 + len(data["tasks"])) + "|"]
+    for name, cls in sorted(METHODS.items(), key=lambda item: item[0] != "zero_shot"):
+        cost = "1×" if name == "zero_shot" else cost_text(data, name).replace("x", "×")
+        gains = ["0" if name == "zero_shot" else gain_text(by.get((name, t))) for t in data["tasks"]]
+        rows.append(f"| [{name}]({name}.md) | {cls.needs} | {cost} | " + " | ".join(gains) + " |")
+    best = []
+    for task in data["tasks"]:
+        mine = [r for r in data["rows"] if r["task"] == task]
+        top = max(mine, key=lambda r: list(r["gain"].values())[-1])
+        metric = list(top["gain"])[-1]
+        zs = top["zero_shot"][metric]
+        verdict = (f"**{top['method']}**, {top['gain'][metric]:+.1f} {metric} over zero-shot's {zs:.1f}"
+                   if top["gain"][metric] >= 1.0 else f"none by a point or more ({metric}: zero-shot {zs:.1f}; "
+                   f"best {top['method']} {top['gain'][metric]:+.1f})")
+        best.append(f"- {task}: {verdict} ({top['seeds']} seeds).")
+    return "\n".join([
+        "# Choosing a method\n",
+        "What each method needs beyond labelled source-language data, what its training costs, and what it gained "
+        "over zero-shot on the test set of one target language per task, in points (mean over the seeds both ran; "
+        "checkpoints chosen on the English dev set; intent + slot tasks: intent accuracy / slot F1). The same "
+        "table in a terminal: `xlt methods`. Generated from the committed benchmark results "
+        "(`xlt/methods/measured.json`, written by `python scripts/method_gains.py`).\n",
+        "\n".join(rows) + "\n",
+        "Where the most was gained (last metric of each task):\n", "\n".join(best) + "\n",
+        "## Which one\n",
+        "- **No translator for your target language**: `zero_shot`. A pre-training [stage](../stages/index.md) "
+        "adapts the encoder with unlabelled text only.",
+        "- **A translator, used once at training time**: `translate_train` (labelled translations; token labels "
+        "cross by word alignment), `xeroalign` (unlabelled translations), `multi_language` (several languages at "
+        "once).",
+        "- **A translator at prediction time too** (every input is translated, so it adds its latency to each "
+        "request): `translate_test`, `filter`, `filter_self_teaching`.",
+        "- Sentence-level labels (intents, sentence pairs) cross a translation unchanged; word-level labels (slots, "
+        "entities, tags) need word alignment, which loses spans: compare the slot and NER columns above.\n",
+    ])
+
+
 def generated_pages() -> dict[str, str]:
     pages = registry_pages()
+    pages["methods/choosing.md"] = choosing_page()
     pages["benchmarks/fidelity.md"] = fidelity_page()
     pages.update(index_pages(pages))
     pages["reference/config.md"] = config_reference()

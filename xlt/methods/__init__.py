@@ -19,6 +19,7 @@ class Method:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     paper: ClassVar[str] = ""
+    needs: ClassVar[str] = ""  # what a user must have beyond labelled source data (``xlt methods`` shows it)
     Options: ClassVar[type | None] = None  # a dataclass filled from the config's ``options:`` section
     uses_translation_at_test_time: ClassVar[bool] = False  # its results carry the translation statistics
     serve_with_translation: ClassVar[bool] = False  # served models read each input with its translation (FILTER)

@@ -46,6 +46,7 @@ def paired_task_loss(task, out: dict, batch: dict, target_weight: float) -> dict
 class Filter(Method):
     name = "filter"
     description = "fusion encoder over an input and its translation, L_src + λ·L_tgt"
+    needs = "a translator both ways: the training set into the target, every test input into the source language"
     paper = "Fang et al. 2021"
     serve_with_translation = True  # the runtime translates each input with the run's translator
     Options = FilterOptions

@@ -57,6 +57,7 @@ def teacher_soft_labels(teacher, task, items: list[Encoded], pad: int, temperatu
 class FilterSelfTeaching(Filter):
     name = "filter_self_teaching"
     description = "FILTER student trained with a FILTER teacher's soft target-side labels (KL self-teaching)"
+    needs = "a trained filter run (the teacher), with its translator"
     Options = SelfTeachingOptions  # type: ignore[assignment]
 
     def teacher_dir(self) -> Path:

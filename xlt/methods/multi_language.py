@@ -12,6 +12,7 @@ from xlt.translate.train_data import translated_training_set
 class MultiLanguage(Method):
     name = "multi_language"
     description = "fine-tune jointly on source + translations into all listed languages (Unicoder)"
+    needs = "a translator into each target language"
 
     def check(self) -> None:
         if not self.cfg.translation.languages:

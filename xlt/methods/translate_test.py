@@ -13,6 +13,8 @@ from xlt.translate.test_time import translate_test_predict
 class TranslateTest(Method):
     name = "translate_test"
     description = "train on source; translate target test data to the source language, move predictions back"
+    needs = ("a translator from the target language at prediction time (every input); word alignment carries "
+             "token labels back")
     serve_via_translation = True  # the runtime translates, predicts, and aligns labels back (xlt.serve.translate_test)
     uses_translation_at_test_time = True
 

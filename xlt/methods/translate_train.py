@@ -23,6 +23,8 @@ def check_shipped(method: Method) -> None:
 class TranslateTrain(Method):
     name = "translate_train"
     description = "fine-tune on source + its translation into one target language (labels transferred)"
+    needs = ("a translator into the target language (the training set is translated once); word alignment carries "
+             "token labels")
 
     def check(self) -> None:
         langs = self.cfg.translation.languages

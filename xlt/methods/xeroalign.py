@@ -38,6 +38,7 @@ class XeroAlignOptions:
 class XeroAlign(Method):
     name = "xeroalign"
     description = "task loss + distance between sentence embeddings of source inputs and their translations"
+    needs = "a translator into the target language (its translations need no labels)"
     paper = "Gritta & Iacobacci 2021"
     Options = XeroAlignOptions
     fidelity = (

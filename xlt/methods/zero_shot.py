@@ -9,3 +9,4 @@ from xlt.methods import Method
 class ZeroShot(Method):
     name = "zero_shot"
     description = "fine-tune on the source language, test on all languages"
+    needs = "labelled source-language data only"
