@@ -130,3 +130,11 @@ def test_a_field_is_described_by_the_comment_above_it_or_at_its_end():
         c: int = 3
 
     assert pages.field_comments(Example) == {"a": "what a is, over two lines", "b": "what b is"}
+
+
+def test_the_committed_generated_pages_are_what_the_code_generates():
+    """docs/{tasks,methods,stages}/, docs/reference/config.md and docs/benchmarks/fidelity.md are generated from the
+    code and committed (their links resolve on a code host): after a change, run python scripts/docgen/pages.py."""
+    stale = [path for path, text in pages.committed_pages().items()
+             if not (ROOT / "docs" / path).exists() or (ROOT / "docs" / path).read_text(encoding="utf-8") != text]
+    assert stale == [], "run: python scripts/docgen/pages.py"

@@ -1,6 +1,7 @@
-"""MkDocs hooks (``hooks:`` in mkdocs.yml): add the pages generated from the code (tasks, methods, stages, CLI,
-configuration, HTTP) and expand the benchmark-table markers of every page from ``benchmarks/results/*.json``.
-A marker that cannot be rendered fails the build, naming the page."""
+"""MkDocs hooks (``hooks:`` in mkdocs.yml): add the pages generated from the code that are not committed under docs/
+(the CLI and HTTP references; ``python scripts/docgen/pages.py`` writes the others there) and expand the
+benchmark-table markers of every page from ``benchmarks/results/*.json``.  A marker that cannot be rendered fails
+the build, naming the page."""
 from __future__ import annotations
 
 import sys
@@ -42,7 +43,8 @@ def on_config(config):
 
 def on_files(files, config):
     for path, content in _PAGES.items():
-        files.append(File.generated(config, path, content=content))
+        if files.get_file_from_path(path) is None:  # the committed ones are in docs/ already (kept equal by a test)
+            files.append(File.generated(config, path, content=content))
     charts: dict[str, bytes] = {}
     for file in list(files):
         if not file.src_uri.endswith(".md"):

@@ -434,6 +434,29 @@ def choosing_page() -> str:
     ])
 
 
+# generated pages also committed under docs/ (so that links to them resolve on a code host; tests/test_docs.py keeps
+# them equal to what the code generates): all but the command-line and HTTP references, whose text comes from
+# argparse's and FastAPI's own formatting (library versions would make a committed copy differ between machines)
+SITE_ONLY = {"reference/cli.md", "reference/http.md"}
+DOCS = ROOT / "docs"
+
+
+def committed_pages() -> dict[str, str]:
+    return {path: text for path, text in generated_pages().items() if path not in SITE_ONLY}
+
+
+def write_committed_pages() -> list[Path]:
+    """Write the generated pages into docs/ (``python scripts/docgen/pages.py``)."""
+    written = []
+    for path, text in committed_pages().items():
+        target = DOCS / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+            written.append(target)
+    return written
+
+
 def generated_pages() -> dict[str, str]:
     pages = registry_pages()
     pages["methods/choosing.md"] = choosing_page()
@@ -443,3 +466,8 @@ def generated_pages() -> dict[str, str]:
     pages["reference/cli.md"] = cli_reference()
     pages["reference/http.md"] = http_reference()
     return pages
+
+
+if __name__ == "__main__":
+    for written in write_committed_pages():
+        print(f"wrote {written}")
