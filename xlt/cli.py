@@ -169,6 +169,16 @@ def cmd_models(args) -> None:
             print(f"{name}: {zoo.prepare(name, force=args.force)} ({time.time() - t0:.1f}s)")
 
 
+def cmd_data(args) -> None:
+    from xlt.data.check import check_folder, report_text
+
+    checks = check_folder(args.dir, args.dataset, args.langs, args.orphan_policy)
+    print(report_text(checks))
+    failed = [c for c in checks if c.error]
+    if failed:
+        raise XltError(f"{len(failed)} evaluation set(s) of {args.dir}/{args.dataset} would stop a run (above)")
+
+
 def cmd_methods(args) -> None:
     from xlt.methods.measured import methods_table
 
@@ -311,6 +321,13 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", default=["multilingual-e5-small"])
     p.add_argument("--force", action="store_true")
     p.set_defaults(func=cmd_models)
+    p = sub.add_parser("data", help="check a data folder as a run would read it, without training")
+    p.add_argument("action", choices=["check"])
+    p.add_argument("dir", help="the data folder (a subfolder per dataset: docs/data-sources.md)")
+    p.add_argument("--dataset", default="xsid", help="which dataset's subfolder (default xsid)")
+    p.add_argument("--langs", nargs="+", help="languages to read (default: those in the file names)")
+    p.add_argument("--orphan-policy", default="to_b", choices=["to_b", "skip"], help="as data.orphan_policy")
+    p.set_defaults(func=cmd_data)
     p = sub.add_parser("methods", help="choosing a method: what each needs and what it measured against zero-shot")
     p.set_defaults(func=cmd_methods)
     p = sub.add_parser("demo", help="train multilingual-e5-small briefly on xSID en, evaluate on 6 languages")
