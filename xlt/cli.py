@@ -172,6 +172,13 @@ def cmd_models(args) -> None:
 def cmd_data(args) -> None:
     from xlt.data.check import check_folder, report_text
 
+    if args.action == "prepare":
+        from xlt.data.prepare import prepare
+
+        written = prepare(args.name, args.source, args.out)
+        print(f"wrote {len(written)} files under {Path(args.out) / args.name}; check them: xlt data check {args.out} "
+              f"--dataset {args.name}")
+        return
     checks = check_folder(args.dir, args.dataset, args.langs, args.orphan_policy)
     print(report_text(checks))
     failed = [c for c in checks if c.error]
@@ -321,13 +328,21 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", default=["multilingual-e5-small"])
     p.add_argument("--force", action="store_true")
     p.set_defaults(func=cmd_models)
-    p = sub.add_parser("data", help="check a data folder as a run would read it, without training")
-    p.add_argument("action", choices=["check"])
-    p.add_argument("dir", help="the data folder (a subfolder per dataset: docs/data-sources.md)")
-    p.add_argument("--dataset", default="xsid", help="which dataset's subfolder (default xsid)")
-    p.add_argument("--langs", nargs="+", help="languages to read (default: those in the file names)")
-    p.add_argument("--orphan-policy", default="to_b", choices=["to_b", "skip"], help="as data.orphan_policy")
-    p.set_defaults(func=cmd_data)
+    p = sub.add_parser("data", help="data folders: convert an official release (prepare), read one as a run would "
+                       "without training (check)")
+    actions = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    q = actions.add_parser("check", help="read every split of a dataset's subfolder as a run would; exit 2 if a "
+                           "run would refuse an evaluation file")
+    q.add_argument("dir", help="the data folder (a subfolder per dataset: docs/data-sources.md)")
+    q.add_argument("--dataset", default="xsid", help="which dataset's subfolder (default xsid)")
+    q.add_argument("--langs", nargs="+", help="languages to read (default: those in the file names)")
+    q.add_argument("--orphan-policy", default="to_b", choices=["to_b", "skip"], help="as data.orphan_policy")
+    q.set_defaults(func=cmd_data)
+    q = actions.add_parser("prepare", help="convert an official release into the layout xlt reads")
+    q.add_argument("name", help="massive | xnli | pawsx")
+    q.add_argument("--from", dest="source", required=True, help="the release as downloaded (its folder or file)")
+    q.add_argument("--out", required=True, help="the data folder to write into (DIR/NAME/...)")
+    q.set_defaults(func=cmd_data)
     p = sub.add_parser("methods", help="choosing a method: what each needs and what it measured against zero-shot")
     p.set_defaults(func=cmd_methods)
     p = sub.add_parser("demo", help="train multilingual-e5-small briefly on xSID en, evaluate on 6 languages")

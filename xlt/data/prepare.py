@@ -1,0 +1,128 @@
+"""``xlt data prepare NAME --from PATH --out DIR``: an official release, as its authors distribute it, converted into
+the layout xlt reads (docs/data-sources.md), under ``DIR/NAME/``.  Rows keep their order (XNLI's and PAWS-X's
+languages are parallel line by line); nothing is filtered here -- ``xlt data check DIR --dataset NAME`` then says
+what a run would read, repair or refuse.
+
+- ``massive``: MASSIVE 1.x's ``data/{locale}.jsonl`` (fields ``locale``, ``partition`` train/dev/test,
+  ``annot_utt``, ``intent``) -> ``massive/{lang}.{train,valid,test}.jsonl``; ``lang`` is the locale's language
+  (``de-DE`` -> ``de``), or the whole locale, lower-cased, where two locales share a language (``zh-cn``, ``zh-tw``).
+- ``xnli``: XNLI 1.0's ``xnli.dev.tsv`` / ``xnli.test.tsv`` (a header; columns ``language``, ``gold_label``,
+  ``sentence1``, ``sentence2``) -> ``xnli/{dev,test}-{lang}.tsv`` (sentence1 TAB sentence2 TAB label).
+- ``pawsx``: PAWS-X's ``x-final/{lang}/{train,dev_2k,test_2k}.tsv`` (a header; ``id sentence1 sentence2 label``)
+  -> ``pawsx/{dev,test}-{lang}.tsv`` and ``pawsx/train-en.tsv`` (English ``train.tsv``; the translated training
+  sets stay out: zero-shot trains on English).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from xlt.errors import DataError
+
+PARTITIONS = {"train": "train", "dev": "valid", "test": "test"}
+
+
+def _need(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise DataError(f"{path}: not found ({what})")
+    return path
+
+
+def _rows(path: Path, columns: tuple[str, ...]) -> list[dict]:
+    """A tab-separated file with a header, as dicts; a missing column is an error naming the file."""
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{path}:1: no column {', '.join(missing)} in the header {reader.fieldnames}")
+        return list(reader)
+
+
+def _clean(text: str | None) -> str:
+    return " ".join((text or "").replace("\t", " ").split())
+
+
+def _write_pairs(path: Path, rows: list[tuple[str, str, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{a}\t{b}\t{label}\n" for a, b, label in rows), encoding="utf-8")
+
+
+def prepare_massive(source: Path, out: Path) -> list[Path]:
+    folder = source / "data" if (source / "data").is_dir() else source
+    files = sorted(folder.glob("*.jsonl"))
+    if not files:
+        raise DataError(f"{folder}: no {{locale}}.jsonl files (MASSIVE's data/ folder)")
+    locales = [f.stem for f in files]
+    prefix_count = defaultdict(int)
+    for locale in locales:
+        prefix_count[locale.split("-")[0].lower()] += 1
+    written = []
+    for path in files:
+        lang = path.stem.split("-")[0].lower()
+        lang = lang if prefix_count[lang] == 1 else path.stem.lower()
+        by_split: dict[str, list[str]] = defaultdict(list)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                split = PARTITIONS[row["partition"]]
+                keep = {"annot_utt": row["annot_utt"], "intent": row["intent"], "locale": row.get("locale", path.stem)}
+            except (ValueError, KeyError) as err:
+                raise DataError(f"{path}:{number}: not a MASSIVE record ({err!r}): fields partition, annot_utt, "
+                                "intent") from None
+            by_split[split].append(json.dumps(keep, ensure_ascii=False))
+        for split, lines in by_split.items():
+            target = out / "massive" / f"{lang}.{split}.jsonl"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            written.append(target)
+    return written
+
+
+def prepare_xnli(source: Path, out: Path) -> list[Path]:
+    written = []
+    for split in ("dev", "test"):
+        path = _need(source / f"xnli.{split}.tsv", "XNLI 1.0's xnli.dev.tsv / xnli.test.tsv")
+        by_lang: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+        for row in _rows(path, ("language", "gold_label", "sentence1", "sentence2")):
+            by_lang[row["language"]].append((_clean(row["sentence1"]), _clean(row["sentence2"]), row["gold_label"]))
+        for lang, rows in by_lang.items():
+            target = out / "xnli" / f"{split}-{lang}.tsv"
+            _write_pairs(target, rows)
+            written.append(target)
+    return written
+
+
+def prepare_pawsx(source: Path, out: Path) -> list[Path]:
+    folder = source / "x-final" if (source / "x-final").is_dir() else source
+    langs = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    if not langs:
+        raise DataError(f"{folder}: no language folders (PAWS-X's x-final/{{lang}}/)")
+    written = []
+    for lang in langs:
+        for name, split in (("dev_2k.tsv", "dev"), ("test_2k.tsv", "test"), ("train.tsv", "train")):
+            path = folder / lang / name
+            if not path.exists() or (split == "train" and lang != "en"):
+                continue
+            rows = [(_clean(r["sentence1"]), _clean(r["sentence2"]), r["label"])
+                    for r in _rows(path, ("sentence1", "sentence2", "label"))]
+            target = out / "pawsx" / f"{split}-{lang}.tsv"
+            _write_pairs(target, rows)
+            written.append(target)
+    return written
+
+
+PREPARERS = {"massive": prepare_massive, "xnli": prepare_xnli, "pawsx": prepare_pawsx}
+
+
+def prepare(name: str, source: str | Path, out: str | Path) -> list[Path]:
+    if name not in PREPARERS:
+        raise DataError(f"xlt data prepare: no converter for {name!r} (have: {', '.join(PREPARERS)}); the layouts "
+                        "xlt reads: docs/data-sources.md")
+    source = Path(source)
+    if not source.exists():
+        raise DataError(f"--from {source}: no such file or folder")
+    return PREPARERS[name](source, Path(out))
