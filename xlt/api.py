@@ -70,8 +70,23 @@ def _overrides(overrides: Overrides, data_dir: str | os.PathLike | None, key: st
 
 def train(config: str | os.PathLike, data_dir: str | os.PathLike | None = None, overrides: Overrides = None,
           resume: bool = False, overwrite: bool = False, evaluate: bool = True) -> Run:
-    """``xlt train``: fine-tune from a shipped config name or a YAML file, then (``evaluate``) score every
-    ``data.eval_langs`` language on its test set.  Returns the run folder."""
+    """``xlt train``: fine-tune from a shipped config, then score every ``data.eval_langs`` language on its test set.
+
+    Args:
+        config: a shipped config's name (``"xsid-zero-shot"``; ``xlt --help`` lists them) or a YAML file's path.
+        data_dir: the data folder (``data.data_dir``); relative paths are relative to the working directory.
+        overrides: dotted settings, ``{"train.max_steps": 200}`` or ``["train.max_steps=200"]``.
+        resume: continue an interrupted run of the same name from its last checkpoint.
+        overwrite: replace a finished run of the same name (the old one is kept until the new one finishes).
+        evaluate: score the test sets after training (``results.json``).
+
+    Returns:
+        The run folder (``run.results``: the scores; ``os.fspath(run)``: its path).
+
+    Raises:
+        xlt.ConfigError: a setting is unknown, out of range or makes no sense for the task (before any training).
+        xlt.DataError: a data file is missing or damaged (the message names the file and line).
+    """
     from xlt.config import find_config, load_config
     from xlt.evaluation import evaluate_run
     from xlt.finetune import train as train_run
@@ -85,8 +100,23 @@ def train(config: str | os.PathLike, data_dir: str | os.PathLike | None = None, 
 
 def evaluate(run: Run | str | os.PathLike, langs: Iterable[str] | None = None, split: str = "test",
              test_method: str | None = None, overrides: Overrides = None, tag: str = "") -> dict:
-    """``xlt eval``: score the run's selected checkpoint on ``split`` of each language; returns results.json's
-    dict (written as ``results{-tag}.json``)."""
+    """``xlt eval``: score the run's selected checkpoint on ``split`` of each language.
+
+    Args:
+        run: a run folder (``Run`` or path).
+        langs: the languages to score (default: the run's ``data.eval_langs``).
+        split: ``"test"`` or ``"valid"``.
+        test_method: score with another method's test-time procedure, e.g. ``"translate_test"``.
+        overrides: dotted settings for evaluation (e.g. ``{"translation.translator": "oracle"}``).
+        tag: write ``results-TAG.json`` instead of ``results.json``.
+
+    Returns:
+        The results dict (per-language metrics, target average, selection), as written to the file.
+
+    Raises:
+        xlt.ConfigError: the folder is not a run folder.
+        xlt.DataError: a test file is missing or damaged.
+    """
     from xlt.evaluation import evaluate_run
 
     return evaluate_run(Path(os.fspath(run)), list(langs) if langs else None, split, test_method,
@@ -95,8 +125,20 @@ def evaluate(run: Run | str | os.PathLike, langs: Iterable[str] | None = None, s
 
 def pretrain(config: str | os.PathLike, data_dir: str | os.PathLike | None = None, overrides: Overrides = None,
              resume: bool = False, overwrite: bool = False) -> Path:
-    """``xlt pretrain``: run a stage; returns the exported encoder folder (give it to ``train`` as
-    ``model.name``)."""
+    """``xlt pretrain``: run a pre-training stage.
+
+    Args:
+        config: a shipped stage config's name (``"pretrain-mlm-ja"``) or a YAML file's path.
+        data_dir: the data folder (``corpus.data_dir``).
+        overrides: dotted settings, e.g. ``{"phases.0.steps": 100}``.
+        resume: continue an interrupted stage; overwrite: replace a finished one.
+
+    Returns:
+        The exported encoder folder: give it to ``train`` as ``overrides={"model.name": str(folder)}``.
+
+    Raises:
+        xlt.ConfigError, xlt.DataError: as ``train``.
+    """
     from xlt.config import find_config, load_stage_config
     from xlt.stages import run_stage
 
@@ -106,8 +148,21 @@ def pretrain(config: str | os.PathLike, data_dir: str | os.PathLike | None = Non
 
 def export(run: Run | str | os.PathLike, out: str | os.PathLike, int8: bool = False,
            parity_examples: int = 2000, data_dir: str | os.PathLike | None = None) -> dict:
-    """``xlt export``: a self-contained ONNX folder (+ int8 graph); returns the parity report (``{"skipped":
-    reason}`` when the run's dev set cannot be read: pass ``data_dir``)."""
+    """``xlt export``: a self-contained ONNX folder that ``load`` and ``xlt serve`` read without PyTorch.
+
+    Args:
+        run: a finished run folder.
+        out: the folder to write.
+        int8: also write a dynamically quantized int8 graph.
+        parity_examples: source-language dev examples scored by PyTorch and each graph (the parity report).
+        data_dir: where the run's dev set is, when not where the run read it.
+
+    Returns:
+        The parity report (``{"skipped": reason}`` when the dev set cannot be read: pass ``data_dir``).
+
+    Raises:
+        xlt.ConfigError: the folder is not a trained run.
+    """
     from xlt.serve.export import export_run
 
     return export_run(Path(os.fspath(run)), Path(os.fspath(out)), int8, parity_examples, data_dir)
@@ -151,8 +206,19 @@ class Model:
 
 
 def load(path: Run | str | os.PathLike, graph: str | None = None, batch_size: int = 32) -> Model:
-    """A trained run folder (PyTorch) or an export folder (ONNX Runtime; ``graph`` picks model.onnx over the
-    default)."""
+    """Load a model for prediction.
+
+    Args:
+        path: a trained run folder (predicts with PyTorch) or an export folder (ONNX Runtime).
+        graph: in an export folder, the graph file to use (e.g. ``"model.onnx"`` over the default).
+        batch_size: inputs per forward pass.
+
+    Returns:
+        A ``Model``: ``model.predict(texts, lang=None)`` gives one dict per text, as ``xlt predict`` prints it.
+
+    Raises:
+        xlt.ConfigError: ``graph`` given for a run folder, or the folder is neither a run nor an export.
+    """
     from xlt.serve.loader import load_predictor
 
     return Model(load_predictor(Path(os.fspath(path)), graph, batch_size))
