@@ -41,7 +41,7 @@ class DataConfig:
     data_dir: str = path_field("../shared/data")  # the data folder: a subfolder per dataset (docs/data-sources.md)
     dataset: str = "xsid"  # the task follows from it: xsid | mtod | massive | xnli | pawsx | panx | udpos
     source_lang: str = "en"  # the labelled language: training, and the dev set checkpoints are chosen on
-    # languages whose labelled training sets are read (multi-language methods add translations)
+    # not used: written by older runs' configs (training reads data.source_lang's set; target_shots adds target data)
     train_langs: list[str] = field(default_factory=lambda: ["en"])
     # languages tested after training (their test sets; the source language's too)
     eval_langs: list[str] = field(default_factory=lambda: ["en", "de", "da", "ja", "kk"])
@@ -49,6 +49,10 @@ class DataConfig:
     orphan_policy: Literal["to_b", "skip"] = "to_b"  # orphan I- tags: to_b (repair) | skip (drop the utterance)
     max_length: int = positive(64)  # longest training input in sub-tokens; longer examples are skipped and counted
     train_subset: int = 0  # >0: a seeded random subset of this many training examples (stated in reports)
+    # a few labelled target-language examples added to training, {de: 10, ja: 50} (Lauscher et al. 2020, "From Zero
+    # to Hero"): sampled with train.seed from the language's training set, or its dev set where the dataset has no
+    # training set there (never its test set); the run is then NOT zero-shot, and every report says so
+    target_shots: dict[str, int] = field(default_factory=dict, metadata={"range": Range(0, None, False, False)})
 
 
 @dataclass

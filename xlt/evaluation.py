@@ -107,6 +107,7 @@ def evaluate_run(run_dir: Path, langs: list[str] | None = None, split: str = "te
         "metrics": list(task.metrics), "dataset_notes": ctx.dataset.notes,
         "best_step": train_summary.get("best_step"), "steps": train_summary.get("step"),
         "train_examples": data_report.get("train_used"), "train_summary": train_summary,
+        **({"target_shots": data_report["target_shots"]} if data_report.get("target_shots") else {}),
         "per_language": per_lang, **summary,
     }
     if repairs:

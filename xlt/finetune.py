@@ -27,7 +27,7 @@ from xlt.core.context import RunContext
 from xlt.core.loop import LoopHooks, LoopSettings, configure_threads, make_accelerator, run_loop
 from xlt.core.run_folder import check_run_dir, replacing
 from xlt.core.vocab import VocabTrim, prepare_tokenizer, special_ids
-from xlt.data.datasets import deduplicate
+from xlt.data.datasets import deduplicate, get_dataset
 from xlt.errors import ConfigError, DataError
 from xlt.methods import Method, get_method
 from xlt.models.families import check_supported
@@ -68,6 +68,17 @@ class Run:
         method = get_method(cfg.train.method)(ctx)
         method.check()
         check_supported(zoo.resolve(cfg.model.name), "method", cfg.train.method)
+        shots = {lang for lang, n in cfg.data.target_shots.items() if n}
+        if cfg.data.source_lang in shots:
+            raise ConfigError(f"data.target_shots: {cfg.data.source_lang} is the source language (its training set "
+                              "is read whole)")
+        if shots and not method.takes_target_shots:
+            raise ConfigError(f"data.target_shots: method {cfg.train.method} trains on paired or generated inputs "
+                              "that a few labelled target examples do not fit; use zero_shot, translate_train, "
+                              "multi_language or translate_test")
+        if cfg.train.select == "target_dev" and shots & set(target_dev_langs(cfg)):
+            raise ConfigError("data.target_shots and train.select=target_dev on the same language: the shots may come "
+                              "from the dev set that would choose the checkpoint")
         if cfg.train.select == "target_dev":
             if type(method).predict is not Method.predict:
                 raise ConfigError(f"train.select=target_dev: method {cfg.train.method} predicts its own way at test "
@@ -92,8 +103,32 @@ class Run:
         if d.train_subset and d.train_subset < len(rows):
             rows = random.Random(self.cfg.train.seed).sample(rows, d.train_subset)
             report["train_subset"] = d.train_subset
+        rows += self.target_shots()
         report["train_used"] = len(rows)
         return rows
+
+    def target_shots(self) -> list:
+        """``data.target_shots``: a few labelled target-language examples for training (Lauscher et al. 2020),
+        sampled with the run's seed from the language's training set, or its dev set where the dataset has none
+        there -- never its test set.  What was taken, and from where, goes to the report."""
+        d, report = self.cfg.data, self.ctx.report
+        shots = []
+        for lang, n in sorted(d.target_shots.items()):
+            dataset = get_dataset(d.dataset)
+            split = "train" if dataset.train_langs is None or lang in dataset.train_langs else "valid"
+            pool = self.ctx.load_split(lang, split)
+            files = {e.origin.rsplit(":", 1)[0] for e in pool}
+            test_files = {e.origin.rsplit(":", 1)[0] for e in self.ctx.load_split(lang, "test")}
+            if files & test_files:  # PAN-X: a target's dev file is its test file here
+                raise DataError(f"data.target_shots.{lang}: its {split} set is read from its test file "
+                                f"({sorted(files & test_files)[0]}); shots never come from a test set")
+            if n > len(pool):
+                raise DataError(f"data.target_shots.{lang}={n}: its {split} set has {len(pool)} examples")
+            taken = random.Random(f"{self.cfg.train.seed}-{lang}").sample(pool, n)
+            shots += taken
+            report.setdefault("target_shots", {})[lang] = {"examples": n, "split": split,
+                                                           "first": [e.origin for e in taken[:3]]}
+        return shots
 
     def data(self) -> RunData:
         """Training, dev and test data, validated before any training step (a missing or unusable test file stops

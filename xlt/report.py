@@ -11,6 +11,9 @@ def markdown_table(results: dict, metrics: tuple[str, ...]) -> str:
               f"(best at {results['best_step']}) | train examples {results['train_examples']} | "
               f"selection: {results['selection']} ({results['selection_detail']})")
     lines = [header, ""]
+    if results.get("target_shots"):  # labelled target examples in training: few-shot, not zero-shot
+        lines += ["NOT zero-shot: labelled target examples in training (data.target_shots): " + ", ".join(
+            f"{lang} {s['examples']} from its {s['split']} set" for lang, s in results["target_shots"].items()), ""]
     if results.get("dataset_notes"):
         lines += [f"Note: {results['dataset_notes']}.", ""]
     lines += ["| lang | " + " | ".join(metrics) + " | n |", "|---" * (len(metrics) + 2) + "|"]

@@ -20,6 +20,7 @@ class Method:
     description: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     needs: ClassVar[str] = ""  # what a user must have beyond labelled source data (``xlt methods`` shows it)
+    takes_target_shots: ClassVar[bool] = True  # data.target_shots can join its training examples
     Options: ClassVar[type | None] = None  # a dataclass filled from the config's ``options:`` section
     uses_translation_at_test_time: ClassVar[bool] = False  # its results carry the translation statistics
     serve_with_translation: ClassVar[bool] = False  # served models read each input with its translation (FILTER)

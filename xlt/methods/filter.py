@@ -47,6 +47,7 @@ class Filter(Method):
     name = "filter"
     description = "fusion encoder over an input and its translation, L_src + λ·L_tgt"
     needs = "a translator both ways: the training set into the target, every test input into the source language"
+    takes_target_shots = False  # paired inputs (or a decoder) that plain target examples do not fit
     paper = "Fang et al. 2021"
     serve_with_translation = True  # the runtime translates each input with the run's translator
     Options = FilterOptions

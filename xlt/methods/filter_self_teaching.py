@@ -58,6 +58,7 @@ class FilterSelfTeaching(Filter):
     name = "filter_self_teaching"
     description = "FILTER student trained with a FILTER teacher's soft target-side labels (KL self-teaching)"
     needs = "a trained filter run (the teacher), with its translator"
+    takes_target_shots = False  # paired inputs (or a decoder) that plain target examples do not fit
     Options = SelfTeachingOptions  # type: ignore[assignment]
 
     def teacher_dir(self) -> Path:

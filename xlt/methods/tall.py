@@ -28,6 +28,7 @@ class Tall(Method):
     name = "tall"
     description = "BART-style fine-tuning of a TALL encoder + decoder (decoder states feed the heads)"
     needs = "a TALL pre-training run (xlt pretrain pretrain-tall-*: monolingual text in both languages, hours of CPU)"
+    takes_target_shots = False  # paired inputs (or a decoder) that plain target examples do not fit
     paper = "Xia et al. 2021"
     serve_with_language = True  # the runtime passes each input's language token (xlt.serve)
     Options = TallOptions

@@ -39,6 +39,7 @@ class XeroAlign(Method):
     name = "xeroalign"
     description = "task loss + distance between sentence embeddings of source inputs and their translations"
     needs = "a translator into the target language (its translations need no labels)"
+    takes_target_shots = False  # paired inputs (or a decoder) that plain target examples do not fit
     paper = "Gritta & Iacobacci 2021"
     Options = XeroAlignOptions
     fidelity = (
