@@ -36,8 +36,8 @@ class Tall(Method):
         Deviation("NLU read-out", "section 2: the sentence is fed again to the decoder after its language token; "
                   "\"the final hidden states of the decoder except the last one\" feed the NLU predictor (token t "
                   "is read from the state that has read the tokens before it, as BART)",
-                  "the same (xlt/models/encoder_decoder.py); until issue 101 token t was read from its own "
-                  "position, a state that had read t's raw embedding", "fixed", "tall_readout"),
+                  "the same (xlt/models/encoder_decoder.py); rows labelled readout: own_position were made "
+                  "reading token t from its own position, a state that had read t's raw embedding", "fixed", "tall_readout"),
         Deviation("the decoder's memory", "the encoder's last layer (XLM-R, trained by MLM: its last states keep "
                   "each token's identity)", "the last layer by default; options.memory_layer / memory_mix of the "
                   "stage choose another layer or a learned mix (e5-small's last states keep a token's own "

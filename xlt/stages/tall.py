@@ -81,7 +81,7 @@ class Tall(Stage):
                   "pretrained model)", "random 2-layer decoder; options.decoder_init=encoder copies encoder layers",
                   "setting; a 200-step probe learnt no faster (9.6 % against 9.1 % token accuracy)"),
         Deviation("BLEU", "sacreBLEU", "sacreBLEU's standard tokenizers (ja-mecab, zh, 13a), character BLEU beside "
-                  "for Japanese and Chinese; rows before issue 101 are character BLEU (bleu_tokenize: char)",
+                  "for Japanese and Chinese; older rows are character BLEU (labelled bleu_tokenize: char)",
                   "fixed"),
     )
 
