@@ -56,7 +56,9 @@ class Filter(Method):
         Deviation("fused layers (m, k)", "no single best in the paper; the authors' train.sh runs XLM-R-large "
                   "(24 layers) with m = 1 local and k = 1 fusion layer for XNLI, PAWS-X, POS and NER (k = 20 for "
                   "QA); the paper finds more local layers better for structured prediction",
-                  "m = 1, k = 5 of 12 (options.local_layers / fusion_layers)", "open: sweep (1,1), (1,5), (5,1)",
+                  "m = 1, k = 5 of 12 (options.local_layers / fusion_layers)", "measuring: MTOD es, seeds 1-2, es intent / "
+                  "slot F1: (1,5) 89.8 / 48.0, (1,1) 91.5 / 49.1, (5,1) 90.9 / 49.1 -- seed 2 moves every setting "
+                  "more than the settings differ; default kept until seed 3 and PAWS-X",
                   "filter_layers"),
         Deviation("loss", "L_src + λ·L_tgt, labels of the translation transferred; self-teaching: KL to the "
                   "teacher's soft labels", "the same (λ = options.target_weight)", "as the paper"),
