@@ -13,3 +13,7 @@ class ConfigError(XltError, ValueError):
 
 class DataError(XltError, ValueError):
     """A data file is unusable (missing, empty, or mostly invalid); the message names the file and line."""
+
+
+class MissingData(DataError):
+    """A data file or folder that is not there (``xlt data check`` reports it as absent, not as damaged)."""

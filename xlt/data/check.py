@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlt.data.datasets import DATASETS, get_dataset, load_split
-from xlt.errors import ConfigError, DataError
+from xlt.errors import ConfigError, DataError, MissingData
 
 # file names that carry a language code, per dataset folder layout (docs/data-sources.md)
 LANG_IN_NAME = [re.compile(r"^(?P<lang>[a-z]{2,3}(?:-[A-Za-z]+)?)\.(?:train|valid|test)\.(?:conll|jsonl)$"),
@@ -63,12 +63,12 @@ def check_folder(data_dir: str | Path, dataset: str, langs: list[str] | None = N
             check = SplitCheck(lang, split)
             try:
                 result = load_split(Path(data_dir), dataset, lang, split, orphan_policy)
+            except MissingData:
+                check.present = False
+                out.append(check)
+                continue
             except DataError as err:
-                text = str(err)
-                if "not found" in text or "does not exist" in text:
-                    check.present = False
-                else:
-                    check.error = text
+                check.error = str(err)
                 out.append(check)
                 continue
             for report in result.reports:

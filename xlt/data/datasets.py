@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from xlt.errors import MissingData
 from xlt.data.records import DataError, Example, ReadReport
 from xlt import registry
 from xlt.synthetic import is_synthetic
@@ -89,7 +90,7 @@ def check_skips(report: ReadReport, split: str) -> None:
 def require_file(path: Path, what: str) -> Path:
     if not path.exists():
         folder = path.parent
-        raise DataError(f"{path}: {what} not found" + ("" if folder.is_dir() else
+        raise MissingData(f"{path}: {what} not found" + ("" if folder.is_dir() else
                         f" ({folder} does not exist: set data.data_dir=PATH to the folder that holds the datasets)"))
     return path
 

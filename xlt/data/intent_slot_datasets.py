@@ -13,6 +13,7 @@ from pathlib import Path
 
 from xlt.data.datasets import Dataset, Split, register_dataset
 from xlt.data.readers import read_massive_jsonl, read_mtod_tsv, read_xsid_conll, read_xsid_train
+from xlt.errors import MissingData
 from xlt.data.records import DataError
 
 XSID_LANGS = ["ar", "da", "de", "de-ba", "de-muc", "de-st", "en", "gsw", "id", "it", "ja", "kk", "lt", "nap",
@@ -27,7 +28,7 @@ XSID_TRAIN_INTENT_MAP = {"GetWeather": "weather/find"}
 def _xsid_dir(data_dir: Path) -> Path:
     d = Path(data_dir) / "xsid"
     if not d.is_dir():
-        raise DataError(f"{d}: xSID data not found. Set data.data_dir=PATH to a folder holding xsid/ (the layout: "
+        raise MissingData(f"{d}: xSID data not found. Set data.data_dir=PATH to a folder holding xsid/ (the layout: "
                         "docs/data-sources.md; in this project: ../shared/data).")
     return d
 

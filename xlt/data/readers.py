@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from xlt.data.bio import repair_tags
+from xlt.errors import MissingData
 from xlt.data.records import DataError, ReadReport, Utterance
 
 
@@ -29,7 +30,7 @@ def _lines(path: Path) -> Iterator[tuple[int, "str | Unreadable"]]:
     """Yield (1-based line number, decoded line without its LF / CRLF).  A line that is not UTF-8, and a last line
     cut off without its newline (a truncated file), come as ``Unreadable``: no reader keeps them silently."""
     if not path.exists():
-        raise DataError(f"{path}: file not found")
+        raise MissingData(f"{path}: file not found")
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             if not raw.endswith(b"\n") and raw.strip():
