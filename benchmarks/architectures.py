@@ -89,7 +89,6 @@ def main() -> None:
                      (a, kind, name)]
             lines.append(f"| {kind} | {name} | " + " | ".join(cells) + " |")
     reasons = sorted({f"- {r['architecture']}, {r['kind']} {r['name']}: {r['reason']}" for r in rows if r["reason"]})
-    (RESULTS / "architectures.md").write_text("\n".join(lines + ["", *reasons]) + "\n")
     print("\n".join(lines + ["", *reasons]))
     bad = [r for r in rows if r["status"] not in ("ok", "unsupported")]
     if bad:

@@ -1,11 +1,10 @@
 """Collect the continued-mlm study (benchmarks/studies/continued-mlm.yaml) into
-results/continued-mlm-ja.{json,md}: held-out MLM loss / accuracy / pseudo-perplexity after each phase of
+results/continued-mlm-ja.json: held-out MLM loss / accuracy / pseudo-perplexity after each phase of
 pretrain-mlm-ja (the end of phase ``head`` is the reference: e5-small ships without an MLM head), and zero-shot xSID on
 the adapted encoder beside the shipped encoder's rows of results/xsid-zero-shot.json (same config and seeds)."""
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -54,42 +53,3 @@ def collect(runs: Path, results: Path) -> None:
            "git_commit": git_commit(), "machine": committed.get("machine", ""), "model": "multilingual-e5-small",
            "selection": "source-dev", "notes": notes, "rows": rows}
     (results / "continued-mlm-ja.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
-    (results / "continued-mlm-ja.md").write_text(markdown(out))
-
-
-def mean_std(values: list[float]) -> str:
-    if not values:
-        return "–"
-    return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}" if len(values) > 1 \
-        else f"{100 * values[0]:.1f}"
-
-
-def markdown(out: dict) -> str:
-    rows = out["rows"]
-    lines = [f"# {out['benchmark']}", "", out["notes"], "", "## Held-out text (ja + en lines never trained on)", "",
-             "| after phase | steps | MLM loss | MLM acc | pseudo-perplexity | masked tokens | PPPL tokens |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if r["method"] == "continued_mlm":
-            lines.append(f"| {r['variant'][6:]} | {r['steps']} | {r['heldout_mlm_loss']:.3f} | "
-                         f"{100 * r['heldout_mlm_accuracy']:.1f} | {r['heldout_pppl']:.1f} | {r['heldout_masked']} | "
-                         f"{r['heldout_pppl_tokens']} |")
-    lines += ["", "## Zero-shot xSID (test), mean ± std over seeds", "",
-              "| lang | " + " | ".join(f"{m} shipped | {m} +MLM-ja" for m in METRICS) + " |",
-              "|---|" + "---|" * (2 * len(METRICS))]
-    fine = [r for r in rows if r["method"] == "zero_shot"]
-    langs = sorted({r["lang"] for r in fine}, key=lambda x: (x != "en", x != "ja", x))
-    for lang in langs:
-        cells = []
-        for m in METRICS:
-            for variant in ("none", "continued_mlm_ja"):
-                cells.append(mean_std([r[m] for r in fine if r["lang"] == lang and r["variant"] == variant]))
-        lines.append(f"| {lang}{' (adapted)' if lang == 'ja' else ''} | " + " | ".join(cells) + " |")
-    cells = []
-    for m in METRICS:  # mean over the target languages per seed, then mean ± std over seeds
-        for variant in ("none", "continued_mlm_ja"):
-            seeds = sorted({r["seed"] for r in fine if r["variant"] == variant})
-            cells.append(mean_std([statistics.mean(r[m] for r in fine if r["variant"] == variant
-                                                   and r["seed"] == s and r["lang"] != "en") for s in seeds]))
-    lines.append(f"| target avg ({len(langs) - 1} languages) | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"

@@ -111,7 +111,6 @@ def main(argv: list[str] | None = None, results: Path = RESULTS) -> dict:
     lines += [f"| {r['seq_len']} | {r['tokens']} | {r['gflops_per_second']} | {r['fraction_of_peak']} |"
               for r in rows]
     lines.append(f"\nfp32 GEMM peak {peak / 1e9:.1f} GFLOP/s; batch {args.batch_size}; {threads} threads")
-    (results / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return out
 

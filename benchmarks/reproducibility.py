@@ -22,7 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
-from jobqueue import RESULTS, RUNS, committed_results, git_commit, queue_main, train_evaluate
+from jobqueue import RUNS, committed_results, git_commit, queue_main, train_evaluate
 
 CONFIGS = ("mtod-translate-train-es", "xsid-filter-sr")
 RUN_KINDS = ("a", "b", "a_cached")
@@ -119,20 +119,6 @@ def collect(runs: Path, results: Path) -> None:
                     "(zero-shot protocol). Translation: Apertium (deterministic).",
            "summary": summary, "rows": rows, "aligner_quality": quality, "aligner_comparison": comparison}
     (results / "reproducibility.json").write_text(json.dumps(out, indent=1))
-    lines = ["# Reproducibility of translation runs", "", out["notes"], "",
-             "| config | seed | run | lang | intent acc | slot F1 | semantic acc | alignment key | reused |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['config']} | {r['seed']} | {r['run']} | {r['lang']} | {100 * r['intent_acc']:.2f} | "
-                     f"{100 * r['slot_f1']:.2f} | {100 * r['semantic_acc']:.2f} | "
-                     f"{', '.join(k[:12] for k in r['alignment_cache_key'])} | {r['alignment_reused']} |")
-    lines += ["", "| config | lang | aligner | seeds | intent acc | slot F1 | semantic acc |", "|---" * 7 + "|"]
-    for c in comparison:
-        cells = [f"{100 * c[f'{m}_mean']:.1f}" + (f" ± {100 * c[f'{m}_std']:.1f}" if c[f"{m}_std"] is not None
-                                                   else "") for m in METRICS]
-        lines.append(f"| {c['config']} | {c['lang']} | {c['aligner']} | {c['seeds']} | " + " | ".join(cells) + " |")
-    lines += ["", "Summary: " + json.dumps(summary, indent=1)]
-    (results / "reproducibility.md").write_text("\n".join(lines) + "\n")
 
 
 def _find(report, key: str):

@@ -25,7 +25,7 @@ import statistics
 import time
 from pathlib import Path
 
-from jobqueue import RESULTS, RUNS, git_commit, queue_main
+from jobqueue import RUNS, git_commit, queue_main
 
 CONFIGS = ("xsid-zero-shot", "xnli-zero-shot")
 SELECTS = ("source_dev", "last", "average", "target_dev")
@@ -156,14 +156,6 @@ def collect(runs: Path, results: Path) -> None:
                     f"{AVERAGE_LAST}) are zero-shot choices; target_dev is the ORACLE (labelled target dev sets choose:"
                     " not zero-shot). Test sets of every language.", "summary": summary, "rows": rows}
     (results / "selection.json").write_text(json.dumps(out, indent=1))
-    lines = ["# Checkpoint selection (train.select), zero-shot xSID and XNLI", "", out["notes"], "",
-             "| config | select | metric | target avg (mean ± std over seeds) | seeds |", "|---|---|---|---|---|"]
-    for key, v in summary.items():
-        config, select, _, metric = key.split(" ")
-        std = f" ± {v['std']:.2f}" if v["std"] is not None else ""
-        lines.append(f"| {config} | {select}{' (oracle)' if select == 'target_dev' else ''} | {metric} | "
-                     f"{v['mean']:.2f}{std} | {v['seeds']} |")
-    (results / "selection.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -237,30 +237,6 @@ def write(rows: list[dict], speed: dict, parity: dict, run_dir: Path, args) -> N
               "model": "multilingual-e5-small", "selection": "source-dev", "notes": notes, "summary": summary,
               "parity_dev": parity, "rows": rows}
     (Path(args.results) / "serving.json").write_text(json.dumps(result, indent=1))
-    lines = ["# Serving the zero-shot xSID model (multilingual-e5-small, 2 CPU threads)", "", notes, "",
-             "| variant | batch 1 utt/s | batch 1 p50 / p99 ms | batch 32 utt/s (repeats) | batch 128 utt/s | dev answers "
-             "changed by batching (1 vs 32 / 1 vs 128) |",
-             "|---|---|---|---|---|---|"]
-    for v in VARIANTS:
-        b = {r["batch_size"]: r for r in rows if r.get("variant") == v and "batch_size" in r}
-        c = next(r for r in rows if r.get("variant") == v and "answers_changed_by_batching" in r)
-        reps = "/".join(f"{x:.0f}" for x in b[32]["utterances_per_second_repeats"])
-        lines.append(f"| {v} | {b[1]['utterances_per_second']} | {b[1]['latency_ms_p50']} / "
-                     f"{b[1]['latency_ms_p99']} | {b[32]['utterances_per_second']} ({reps}) | "
-                     f"{b[128]['utterances_per_second']} | {c['answers_changed_by_batching']} / "
-                     f"{c['answers_changed_batch_1_vs_128']} of {c['dev_texts']} (max prob diff "
-                     f"{c['max_prob_diff_batch_1_vs_32']:.1e}) |")
-    accs = [r for r in rows if "n_test" in r]
-    if accs:
-        lines += ["", "| lang | " + " | ".join(f"{v} intent / slot F1" for v in VARIANTS) + " |",
-                  "|---|" + "---|" * len(VARIANTS)]
-        for lang in dict.fromkeys(r["lang"] for r in accs):
-            cells = [next((f"{100 * r['intent_acc']:.1f} / {100 * r['slot_f1']:.1f}" for r in accs
-                           if r["lang"] == lang and r["variant"] == v), "–") for v in VARIANTS]
-            lines.append(f"| {lang} | " + " | ".join(cells) + " |")
-    load = next(r for r in rows if r.get("variant") == "onnx_int8_server")
-    lines += ["", "Summary: " + json.dumps(summary), "", "Load test: " + json.dumps(load)]
-    (Path(args.results) / "serving.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,11 @@
 """The synthetic study's results (benchmarks/studies/synthetic.yaml): a row per run, language and seed, a pre-training
-row per stage (its held-out evaluation; TALL's BLEU; TreLM's alignment P@1 too), ``gap_closed`` on each target row
-and the Markdown table of means over seeds, in ``benchmarks/results/synthetic.{json,md}`` (``XLT_SYNTHETIC_NAME``
+row per stage (its held-out evaluation; TALL's BLEU; TreLM's alignment P@1 too), ``gap_closed`` on each target row,
+in ``benchmarks/results/synthetic.json`` (``XLT_SYNTHETIC_NAME``
 names another file, e.g. a GPU run's)."""
 from __future__ import annotations
 
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 
@@ -45,32 +44,6 @@ def add_gap_closed(rows: list[dict]) -> None:
                 r[key] = None
                 continue
             r[key] = round((r[metric] - base[metric]) / (english[metric] - base[metric]), 4)
-
-
-def table(rows: list[dict]) -> str:
-    lines = ["# Synthetic-language checks (English -> syn-en / syn-en-perm)", "",
-             "Mean over seeds; target-language metrics; gap closed = (method - zero-shot) / (English - zero-shot).",
-             "", "| dataset | variant | method | seeds | target | English | gap closed |",
-             "|---|---|---|---|---|---|---|"]
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        if r["lang"] != "en" and r["dataset"] in MAIN:
-            groups.setdefault((r["dataset"], r["variant"], r["method"]), []).append(r)
-    for (dataset, variant, method), mine in sorted(groups.items()):
-        metrics = MAIN[dataset]
-        english = [e for e in rows if e["dataset"] == dataset and e["method"] == method and e["lang"] == "en"
-                   and e["variant"] in (variant, None) and e["seed"] in {m["seed"] for m in mine}]
-
-        def fmt(rs: list[dict], key: str) -> str:
-            values = [x[key] for x in rs if x.get(key) is not None]
-            return f"{100 * statistics.mean(values):.1f}" if values else "-"
-        gaps = [GAP[m] for m in metrics]
-        no_english = "(trained on the target)" if method.startswith("trelm_") else "(zero-shot run)"
-        lines.append(f"| {dataset} | {variant} | {method} | {len(mine)} | "
-                     f"{' / '.join(fmt(mine, m) for m in metrics)} | "
-                     f"{' / '.join(fmt(english, m) for m in metrics) if english else no_english} | "
-                     f"{' / '.join(fmt(mine, g) + ' %' for g in gaps)} |")
-    return "\n".join(lines) + "\n"
 
 
 def stage_rows(folder: Path, method: str, variant: str, trained_elsewhere: bool = False) -> list[dict]:
@@ -149,4 +122,3 @@ def collect(runs: Path, results: Path) -> None:
            "git_commit": git_commit(), "machine": machine(rows), "model": "multilingual-e5-small",
            "selection": "source-dev", "notes": study["notes"], "rows": rows}
     (results / f"{NAME}.json").write_text(json.dumps(out, indent=1))
-    (results / f"{NAME}.md").write_text(table(rows))

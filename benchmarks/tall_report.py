@@ -1,4 +1,4 @@
-"""Collect the runs of the tall study (benchmarks/studies/tall.yaml) into results/tall.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md.
+"""Collect the runs of the tall study (benchmarks/studies/tall.yaml) into results/tall.json, in the format of ../shared/RESULTS_FORMAT.md.
 
 Rows: ``tall_pretrain`` (one per pre-training and translation direction: reference BLEU on Tatoeba, round-trip BLEU
 on held-out lines, copy rate, cost), ``tall`` (NLU fine-tuning; variants none / dae_only / bt_only / encoder_only,
@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
 import time
 from pathlib import Path
 
-from jobqueue import IDENTITY, committed_results, git_commit, mean_std, merge_rows
+from jobqueue import IDENTITY, committed_results, git_commit, merge_rows
 
 from xlt.stages.translation_eval import tokenize_of
 
@@ -70,10 +69,6 @@ def _nlu_rows(run: Path, pair: str, variant: str) -> list[dict]:
              "peak_rss_mb": round(ts["peak_rss_mb"])} for lang, m in res["per_language"].items()]
 
 
-def _mean(rows: list[dict], metric: str) -> float | None:
-    return statistics.mean(r[metric] for r in rows) if rows else None
-
-
 def collect(runs: Path, results_dir: Path) -> None:
     rows, curves = [], []
     for pair in PAIRS:
@@ -117,84 +112,3 @@ def collect(runs: Path, results_dir: Path) -> None:
            "machine": f"{platform.machine()}, 2 CPU threads, device cpu", "model": "multilingual-e5-small",
            "selection": "source-dev", "notes": notes, "rows": rows, "learning_curves": curves}
     (results_dir / "tall.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
-    (results_dir / "tall.md").write_text(markdown(out))
-
-
-def markdown(out: dict) -> str:
-    rows = out["rows"]
-    lines = ["# tall", "", out["notes"], ""]
-    pre = [r for r in rows if r["method"] == "tall_pretrain"]
-    if pre:
-        lines += ["## Pre-training: translation quality (last step) and cost", "",
-                  "| pair | variant | direction | BLEU vs Tatoeba | round-trip BLEU | output = input | steps | "
-                  "sentences | wall-clock s | tokens/s | peak RSS MB |", "|---" * 11 + "|"]
-        for r in pre:
-            pair = "-".join(sorted(r["lang"].split("-"), key=lambda x: x != "en"))
-            lines.append(f"| {pair} | {r['variant']} | {r['lang']} | {r['bleu']:.2f} | {r['roundtrip_bleu']:.2f} | "
-                         f"{100 * r['identical_rate']:.0f} % | {r['steps']} | {r['train_sentences']} | "
-                         f"{r['train_seconds']:.0f} | {r['tokens_per_second']} | {r['peak_rss_mb']} |")
-    trans = [r for r in rows if r["method"] == "translator"]
-    if trans:
-        lines += ["", "## As a translator: xSID test, English originals vs their human translations", "",
-                  "| translator | direction | sentences | BLEU | output = input | sentences/s |", "|---" * 6 + "|"]
-        lines += [f"| {r['translator']} | {r['lang']} | {r['sentences']} | {r['bleu']:.2f} | "
-                  f"{100 * r['identical_rate']:.0f} % | {r['sentences_per_second']} |" for r in trans]
-        lines += ["", "Apertium has no en-ja or en-de here: its en-sr row (another language) shows the throughput of "
-                  "a rule-based system on the same kind of sentences, not comparable quality."]
-    probes = [r for r in rows if r["method"] == "probe"]
-    if probes:
-        lines += ["", "## Probe: are the states of an xSID test utterance and its translation alike?", "",
-                  "Mean-pooled states; retrieval top-1 among all test utterances (both directions averaged), mean "
-                  "cosine of true pairs vs other pairs (benchmarks/probes/tall_probe.py).", "",
-                  "| pair | model | states | sentences | retrieval top-1 | pair cosine | other cosine |",
-                  "|---" * 7 + "|"]
-        lines += [f"| {r['pair']} | {r['model']} | {r['states']} | {r['sentences']} | "
-                  f"{100 * r['retrieval_top1']:.1f} % | {r['pair_cosine']:.3f} | {r['random_cosine']:.3f} |"
-                  for r in probes]
-    nlu = [r for r in rows if r["method"] in ("tall", "zero_shot")]
-    for pair, target in (("en-ja", "ja"), ("en-de", "de")):
-        base = [r for r in nlu if r["method"] == "zero_shot" and r["lang"] == target]
-        tall = [r for r in nlu if r["method"] == "tall" and r.get("pair") == pair and r["lang"] == target]
-        if not tall:
-            continue
-        lines += ["", f"## {pair}: xSID {target} test (mean ± std over seeds; relative gain of the means)", "",
-                  "| model | seeds | " + " | ".join(METRICS) + " |", "|---|---|" + "---|" * len(METRICS)]
-        for variant in VARIANTS:
-            got = [r for r in tall if r["variant"] == variant]
-            if got:
-                lines.append(f"| tall {variant} | {len(got)} | "
-                             + " | ".join(mean_std([r[m] for r in got]) for m in METRICS) + " |")
-        lines.append(f"| baseline (zero_shot) | {len(base)} | "
-                     + " | ".join(mean_std([r[m] for r in base]) for m in METRICS) + " |")
-        main = [r for r in tall if r["variant"] == "none"]
-        if main and base:
-            gains = [100 * (_mean(main, m) - _mean(base, m)) / _mean(base, m) for m in METRICS]
-            lines.append("| relative gain of tall (%) | | " + " | ".join(f"{g:+.1f}" for g in gains) + " |")
-    langs = sorted({r["lang"] for r in nlu}, key=lambda x: (x != "en", x))
-    cols = [("zero_shot", "none", None)] + [("tall", "none", p) for p in ("en-ja", "en-de")]
-    lines += ["", "## All xSID test languages (for information), semantic accuracy / intent accuracy", "",
-              "| lang | baseline | tall en-ja | tall en-de |", "|---|---|---|---|"]
-    for lang in langs:
-        cells = []
-        for method, variant, pair in cols:
-            got = [r for r in nlu if r["method"] == method and r["lang"] == lang and r["variant"] == variant
-                   and (pair is None or r.get("pair") == pair)]
-            cells.append(f"{mean_std([r['semantic_acc'] for r in got])} / {mean_std([r['intent_acc'] for r in got])}")
-        lines.append(f"| {lang} | " + " | ".join(cells) + " |")
-    if out.get("learning_curves"):
-        lines += ["", "## Learning curves (evaluations during pre-training)", "",
-                  "| pair | variant | phase | step | BLEU en→x | BLEU x→en | round-trip en | round-trip x | DAE loss "
-                  "| BT loss |", "|---|---|---|---|---|---|---|---|---|---|"]
-        for c in out["learning_curves"]:
-            x = c["pair"].split("-")[1]
-            cell = [c.get(k) for k in (f"bleu_en_{x}", f"bleu_{x}_en", "roundtrip_bleu_en", f"roundtrip_bleu_{x}",
-                                       "dae_loss", "bt_loss")]
-            lines.append(f"| {c['pair']} | {c['variant']} | {c['phase']} | {c['step']} | "
-                         + " | ".join("–" if v is None else f"{v}" for v in cell) + " |")
-        lines += ["", "## Sample translations (last evaluation of each run)", ""]
-        last: dict = {}
-        for c in out["learning_curves"]:
-            last[(c["pair"], c["variant"])] = c
-        for (pair, variant), c in last.items():
-            lines += [f"- {pair} {variant}, step {c['step']}:"] + [f"  - `{s}`" for s in c["samples"]]
-    return "\n".join(lines) + "\n"

@@ -143,21 +143,7 @@ def write(out: dict, start: float) -> None:
     out["wall_seconds"] = round(time.time() - start, 1)
     name = "tall-scale" + ("" if out.get("pair", "en-ja") == "en-ja" else "-synthetic")
     (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
-    (RESULTS / f"{name}.md").write_text(markdown(out))
-    print(markdown(out), flush=True)
-
-
-def markdown(out: dict) -> str:
-    lines = [f"# tall-scale ({out['machine']}, commit {out['git_commit']})", "", out["notes"], "",
-             "| direction | BLEU vs Tatoeba | round-trip BLEU | steps | sentences | × CPU row | train s |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['lang']} | {r['bleu']:.2f} | {r['roundtrip_bleu']:.2f} | {r['steps']} | {r['train_sentences']} "
-              f"| {r['budget_multiple']} | {r['train_seconds']} |"
-              for r in out["rows"] if r["method"] == "tall_pretrain"]
-    lines += ["", "| xSID lang | intent_acc | slot_f1 | semantic_acc |", "|---|---|---|---|"]
-    lines += [f"| {r['lang']} | {r['intent_acc']:.3f} | {r['slot_f1']:.3f} | {r['semantic_acc']:.3f} |"
-              for r in out["rows"] if r["method"] == "tall"]
-    return "\n".join(lines) + "\n"
+    print(f"wrote {RESULTS / name}.json", flush=True)
 
 
 if __name__ == "__main__":

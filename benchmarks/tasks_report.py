@@ -1,11 +1,10 @@
-"""Collect the runs of the tasks study into results/{xnli,pawsx,panx,udpos}.json (+ .md) and
-results/filter-equal-steps.json (+ .md), in the format of ../shared/RESULTS_FORMAT.md. Rows of runs present in
+"""Collect the runs of the tasks study into results/{xnli,pawsx,panx,udpos}.json and
+results/filter-equal-steps.json, in the format of ../shared/RESULTS_FORMAT.md. Rows of runs present in
 benchmarks/runs replace the committed rows of the same method, language, seed and regime; committed rows of runs not
 present here are kept (a fresh checkout has no runs); a file with nothing new is not rewritten."""
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -32,7 +31,7 @@ NOTES = {
               "cost excludes the teacher's). Variant no_target_labels (PAN-X, UD POS; the FILTER paper's setting for NER "
               "and POS, whose translations carry no labels there): lambda=0 for the teacher filter (source labels "
               "only, the translation is context) and for its student (source labels + the teacher's soft labels on "
-              "the translation, KL weight 1). Mean and std over the seeds present (n_seeds in the .md tables).",
+              "the translation, KL weight 1). Mean and std over the seeds present.",
     "panx": "PAN-X: the shared data has no target test sets: target-language DEV sets serve as test sets; the "
             "English dev set is cut in two: first half = selection set, second half = English test. Inputs "
             "longer than the encoder's 512 positions (PAN-X ja/zh dev) are predicted in word windows and joined "
@@ -77,54 +76,8 @@ def _lr_selection(runs: Path, task: str) -> list[dict]:
     return out
 
 
-def _mean_std(values: list[float]) -> str:
-    if not values:
-        return ""
-    mean = 100 * statistics.mean(values)
-    return f"{mean:.1f} ± {100 * statistics.stdev(values):.1f}" if len(values) > 1 else f"{mean:.1f}"
-
-
-def _column(row: dict) -> str:
-    return row["method"] + (f" ({row['variant']})" if row.get("variant") else "")
-
-
 def _sort_key(row: dict) -> tuple:
     return ORDER.index(row["method"]), row.get("variant", ""), row["lang"] != "en", row["lang"], row["seed"]
-
-
-def _column_order(row: dict) -> tuple:
-    """The plain methods first, then each variant's methods, each group in ``ORDER``."""
-    return row.get("variant", ""), ORDER.index(row["method"])
-
-
-def _markdown(name: str, rows: list[dict], metrics: list[str], notes: str) -> str:
-    main = metrics[0]
-    methods = list(dict.fromkeys(_column(r) for r in sorted(rows, key=_column_order)))
-    langs = list(dict.fromkeys(r["lang"] for r in rows))
-    lines = [f"# {name}", "", notes, "", f"{main} (mean ± std over seeds; n = seeds)", "",
-             "| lang | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
-    for lang in langs:
-        cells = []
-        for m in methods:
-            vals = [r[main] for r in rows if _column(r) == m and r["lang"] == lang]
-            cells.append(f"{_mean_std(vals)} (n={len(vals)})" if vals else "")
-        lines.append(f"| {lang} | " + " | ".join(cells) + " |")
-    zs = [r for r in rows if _column(r) == "zero_shot"]
-    targets = sorted({r["lang"] for r in zs} - {"en"})
-    if zs and targets:
-        per_seed = {}
-        for seed in sorted({r["seed"] for r in zs}):
-            mine = {r["lang"]: r[main] for r in zs if r["seed"] == seed}
-            if set(targets) <= set(mine) and "en" in mine:
-                avg = statistics.mean(mine[t] for t in targets)
-                per_seed[seed] = (avg, mine["en"] - avg)
-        if per_seed:
-            lines += ["", f"zero-shot target average over {len(targets)} languages: "
-                      f"{_mean_std([v[0] for v in per_seed.values()])}; transfer gap (en - target average): "
-                      f"{_mean_std([v[1] for v in per_seed.values()])} ({len(per_seed)} seeds)"]
-    if len(metrics) > 1:
-        lines += ["", "All metrics per row: see the .json file."]
-    return "\n".join(lines) + "\n"
 
 
 def _header(name: str, notes: str) -> dict:
@@ -134,7 +87,7 @@ def _header(name: str, notes: str) -> dict:
             "selection": "source-dev", "notes": notes}
 
 
-def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: dict, metrics: list[str]) -> None:
+def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: dict) -> None:
     committed = committed_results(results_dir, name)
     rows = merge_rows(committed.get("rows", []), rows)
     rows.sort(key=_sort_key)
@@ -142,19 +95,17 @@ def _write(results_dir: Path, name: str, rows: list[dict], notes: str, extra: di
         return  # nothing new: leave the file (and its timestamp and commit) as it is
     out = {**_header(name, notes), **extra, "rows": rows}
     (results_dir / f"{name}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
-    (results_dir / f"{name}.md").write_text(_markdown(name, rows, metrics, notes))
 
 
 def collect(runs: Path, results_dir: Path) -> None:
     for dataset, task in TASK_OF.items():
-        rows, metrics = [], None
+        rows = []
         lr_sel = _lr_selection(runs, dataset) or committed_results(results_dir, dataset).get("lr_selection", [])
         for run in sorted(runs.glob(f"{dataset}-*-seed*")):
             key = run.name.split("-", 1)[1].rsplit("-seed", 1)[0]
             if key not in JOBS or not (run / "results.json").exists():
                 continue
             res = json.loads((run / "results.json").read_text())
-            metrics = res["metrics"]
             lr = _lr_of(run)
             method, variant = JOBS[key]
             rows += _rows_of(res, method, task, lr, variant)
@@ -164,7 +115,7 @@ def collect(runs: Path, results_dir: Path) -> None:
                                  "translate_test", task, lr)
         if rows:
             _write(results_dir, dataset, rows, NOTES["common"] + " " + NOTES[dataset], {"task": task,
-                   "lr_selection": lr_sel}, metrics)
+                   "lr_selection": lr_sel})
     rows = []
     for run in sorted(runs.glob("mtod-*-1000-seed*")):
         if (run / "results.json").exists():
@@ -178,8 +129,7 @@ def collect(runs: Path, results_dir: Path) -> None:
                "filter run of the same seed) at 1000 steps x 32 pairs on MTOD es (Apertium both ways): the same "
                "number of optimizer steps as the 1000-step translate-train and zero-shot runs of "
                "translation.json (regime equal_steps; the paired runs see twice the sentences). multilingual-e5-"
-               "small, frozen embeddings, lr 3e-4, checkpoint chosen on English dev + its MT.", {"task": "intent_slot"},
-               ["intent_acc", "slot_f1", "semantic_acc"])
+               "small, frozen embeddings, lr 3e-4, checkpoint chosen on English dev + its MT.", {"task": "intent_slot"})
     _reproduction(runs, results_dir)
 
 
@@ -210,34 +160,13 @@ def _reproduce(name: str, runs: Path, results_dir: Path) -> None:
     rows.sort(key=lambda r: (r["lang"] != "en", r["lang"], r["seed"]))
     if rows == committed:
         return
-    metrics = ["intent_acc", "slot_f1", "semantic_acc"]
     old = json.loads((results_dir / old_file).read_text())
-    old_rows = [r for r in old["rows"] if r.get("dataset", dataset) == dataset and r["method"] == "zero_shot"]
     seeds = sorted({r["seed"] for r in rows})
     notes = (f"{config} (1000 steps x 32, lr 3e-4, frozen embeddings, English-dev selection) re-run on commit "
              f"{git_commit()} (the core with tasks/methods/stages), seeds {seeds}, against the committed zero_shot "
              f"{dataset} rows of {old_file} (commit {old['git_commit']}, the old core).")
-    lines = [f"# {name}", "", notes, "",
-             "| lang | " + " | ".join(f"{m} old core | {m} new core" for m in metrics) + " |",
-             "|---|" + "---|" * (2 * len(metrics))]
-    for lang in dict.fromkeys(r["lang"] for r in rows):
-        cells = []
-        for m in metrics:
-            cells.append(_mean_std([r[m] for r in old_rows if r["lang"] == lang and r["seed"] in seeds]))
-            cells.append(_mean_std([r[m] for r in rows if r["lang"] == lang]))
-        lines.append(f"| {lang} | " + " | ".join(cells) + " |")
-    targets = sorted(({r["lang"] for r in rows} & {r["lang"] for r in old_rows}) - {"en"})
-    if len(targets) > 1:
-        cells = []
-        for m in metrics:  # per seed: the mean over the target languages; then mean ± std over the seeds
-            for source in (old_rows, rows):
-                cells.append(_mean_std([statistics.mean(r[m] for r in source
-                                                        if r["seed"] == seed and r["lang"] in targets)
-                                        for seed in seeds]))
-        lines.append(f"| target average ({len(targets)} languages) | " + " | ".join(cells) + " |")
     out = {**_header(name, notes), "rows": rows}
     (results_dir / f"{name}.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
-    (results_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 def _lr_of(run: Path) -> str | None:

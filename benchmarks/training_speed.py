@@ -232,7 +232,6 @@ def main(argv: list[str] | None = None, model: str = "multilingual-e5-small", co
     lines.append(f"\nxlt / HF Trainer: fine-tuning {speedup:.2f}x{mlm_text}; {args.precision} GEMM peak "
                  f"{peak_autocast / 1e9:.1f} GFLOP/s; {per_token['intent_slot'] / 1e6:.1f} MFLOP per token "
                  "(fine-tuning)")
-    (results / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return out
 

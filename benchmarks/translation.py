@@ -141,28 +141,10 @@ def write(data_dir: str, speed: list[dict]) -> None:
                      "back-projection; translate_test_oracle uses xSID's human '# text-en' lines (upper bound). "
                      "New method names: target_trained, translate_test_oracle, translate_train_shipped_labels "
                      "(xSID da with the shipped da.mt.label instead of xlt's projection). Rows exist only for runs that "
-                     "finished (the seeds column of the .md table says how many per cell)."),
+                     "finished."),
            "translation_throughput": speed, "projection": got["projection"], "rows": got["rows"]}
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "translation.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
-    (HERE / "results" / "translation.md").write_text(summary(out))
-
-
-def summary(out: dict) -> str:
-    import statistics
-
-    lines = ["# translation benchmark", "", out["notes"], "",
-             "| dataset | lang | method | seeds | " + " | ".join(METRICS) + " |", "|---" * (4 + len(METRICS)) + "|"]
-    keys = list(dict.fromkeys((r["dataset"], r["lang"], r["method"]) for r in out["rows"] if r["lang"] != "en"))
-    for ds, lang, method in sorted(keys):
-        sel = [r for r in out["rows"] if (r["dataset"], r["lang"], r["method"]) == (ds, lang, method)]
-        cells = []
-        for m in METRICS:
-            vals = [100 * r[m] for r in sel]
-            cells.append(f"{statistics.mean(vals):.1f} ± {statistics.stdev(vals):.1f}" if len(vals) > 1
-                         else f"{vals[0]:.1f}")
-        lines.append(f"| {ds} | {lang} | {method} | {len(sel)} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -192,7 +174,7 @@ def main() -> None:
                     run_translate_test(prefix, tag, langs, overrides, seed)
                     write(args.data_dir, speed)
     write(args.data_dir, speed)
-    print((HERE / "results" / "translation.md").read_text())
+    print(f"wrote {HERE / 'results' / 'translation.json'}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Collect the runs of the trelm study (benchmarks/studies/trelm.yaml) into results/trelm.json (+ .md), format
+"""Collect the runs of the trelm study (benchmarks/studies/trelm.yaml) into results/trelm.json, format
 ../shared/RESULTS_FORMAT.md.
 
 Rows: ``trelm_alignment`` (word-translation P@1 of each alignment step, MUSE en-es test split, CSLS), ``trelm_pretrain``
@@ -13,7 +13,7 @@ import platform
 import time
 from pathlib import Path
 
-from jobqueue import committed_results, git_commit, mean_std, merge_rows
+from jobqueue import committed_results, git_commit, merge_rows
 
 ALIGNED = ["migrated", "bridged", "bridged_libreoffice"]  # the bases whose alignment rows are reported
 # the order of the fine-tuned variants in the table
@@ -101,75 +101,3 @@ def collect(runs: Path, results_dir: Path) -> None:
            "model": "minilm-l6-en", "selection": "target-dev (supervised Spanish task)", "notes": notes,
            "rows": rows}
     (results_dir / "trelm.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
-    (results_dir / "trelm.md").write_text(markdown(out))
-
-
-def markdown(out: dict) -> str:
-    rows = out["rows"]
-    lines = ["# trelm", "", out["notes"], ""]
-    align = [r for r in rows if r["method"] == "trelm_alignment"]
-    if align:
-        lines += ["## Embedding alignment: word-translation P@1 (CSLS), MUSE en-es test split", "",
-                  "| variant | step | P@1 | P@1 (pairs of different strings) | initialises the embeddings |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {r.get('variant', 'migrated')} | {r['step']} | {100 * r['precision_at_1']:.2f} | "
-                  f"{100 * r['precision_at_1_different_strings']:.2f} | "
-                  f"{'yes' if r['initialises_embeddings'] else ''} |"
-                  for r in align]
-        held = next((r["heldout_anchors"] for r in align if "heldout_anchors" in r), None)
-        if held and "procrustes_precision_at_1" in held:
-            lines += ["", f"Held-out anchors (maps fitted on {held['anchors_fit']} identical-string pairs, retrieving "
-                      f"the other {held['anchors_test']} among all MiniLM rows, CSLS): P@1 "
-                      f"{100 * held['procrustes_precision_at_1']:.2f} orthogonal (Procrustes), "
-                      f"{100 * held['least_squares_precision_at_1']:.2f} unconstrained linear (least squares)."]
-    pre = [r for r in rows if r["method"] == "trelm_pretrain"]
-    if pre:
-        lines += ["", "## Pre-training: held-out BPW (lower is better) and cost, after each phase", "",
-                  "| variant | phase | steps | es BPW | en BPW | CdLM s2t acc | CdLM t2s acc | sentences | wall-clock s "
-                  "| tokens/s | device |", "|---" * 11 + "|"]
-        for r in pre:
-            def cell(key, pct=False):
-                return "–" if key not in r else (f"{100 * r[key]:.1f}" if pct else f"{r[key]:.3f}")
-            lines.append(f"| {r['variant']} | {r['phase']} | {r['steps']} | {cell('heldout_es_bpw')} | "
-                         f"{cell('heldout_en_bpw')} | {cell('heldout_cdlm_s2t_accuracy', True)} | "
-                         f"{cell('heldout_cdlm_t2s_accuracy', True)} | {r['train_sentences']} | "
-                         f"{r['train_seconds']:.0f} | {r['tokens_per_second']:.0f} | {r.get('device', 'cpu')} |")
-        lines += cost_table(rows)
-    fine = [r for r in rows if r["method"] == "target_trained" and r["lang"] == "es"]
-    if fine:
-        variants = [v for v in FINE_TUNED if any(r["variant"] == v for r in fine)]
-        lines += ["", "## MTOD es test (trained and selected on Spanish; mean ± std over seeds)", "",
-                  "Paired = the difference to `unmigrated` fine-tuned with the same seed (same data order and head "
-                  "initialisation), averaged over the seeds both have.", "",
-                  "| variant | " + " | ".join(METRICS) + " | semantic_acc paired vs unmigrated | seeds | device |",
-                  "|---" * (len(METRICS) + 4) + "|"]
-        base = {r["seed"]: r["semantic_acc"] for r in fine if r["variant"] == "unmigrated"}
-        for v in variants:
-            got = [r for r in fine if r["variant"] == v]
-            paired = [r["semantic_acc"] - base[r["seed"]] for r in got if r["seed"] in base]
-            lines.append(f"| {v} | " + " | ".join(mean_std([r[m] for r in got]) for m in METRICS)
-                         + f" | {'–' if v == 'unmigrated' else signed(mean_std(paired))} | {len(got)} | "
-                         f"{', '.join(sorted({r.get('device', 'cpu') for r in got}))} |")
-    return "\n".join(lines) + "\n"
-
-
-def cost_table(rows: list[dict]) -> list[str]:
-    """Per variant: every phase summed, and the final model's held-out Spanish BPW (the paper's comparison: the
-    migrated model's cost next to the from-scratch model's on the same text). The migrated base (vocabulary,
-    fastText, alignment) is counted in the migrated row; the other variants reuse its vocabulary."""
-    lines = ["", "## Pre-training cost per variant (all phases; the base counted where it was built)", "",
-             "| variant | steps | sentences | tokens | wall-clock s (phases) | base s | final es BPW | device |",
-             "|---" * 8 + "|"]
-    base_s = next((r["seconds"] for r in rows if r["method"] == "trelm_alignment"), None)
-    for variant in dict.fromkeys(r["variant"] for r in rows if r["method"] == "trelm_pretrain"):
-        phases = [r for r in rows if r["method"] == "trelm_pretrain" and r["variant"] == variant]
-        built = f"{base_s:.0f}" if variant == "migrated" and base_s is not None else "–"
-        lines.append(f"| {variant} | {sum(r['steps'] for r in phases)} | {sum(r['train_sentences'] for r in phases)} "
-                     f"| {sum(r['train_tokens'] for r in phases)} | {sum(r['train_seconds'] for r in phases):.0f} | "
-                     f"{built} | {phases[-1].get('heldout_es_bpw', float('nan')):.3f} | "
-                     f"{', '.join(sorted({r.get('device', 'cpu') for r in phases}))} |")
-    return lines
-
-
-def signed(cell: str) -> str:
-    return cell if cell[0] in "-–" else "+" + cell

@@ -1,5 +1,5 @@
 """Collect the runs of the xeroalign-filter study (benchmarks/studies/xeroalign-filter.yaml; and the 1000-step baselines
-of benchmarks/translation.py and the xsid-zero-shot study) into results/xeroalign-filter.{json,md} and the generalisation heatmap."""
+of benchmarks/translation.py and the xsid-zero-shot study) into results/xeroalign-filter.json and the generalisation heatmap."""
 from __future__ import annotations
 
 import json
@@ -84,43 +84,6 @@ def gather(runs: Path) -> list[dict]:
     return rows
 
 
-def _mean_std(vals: list[float]) -> dict:
-    return {"mean": round(statistics.mean(vals), 4), "std": round(statistics.stdev(vals), 4) if len(vals) > 1
-            else None, "seeds": len(vals)}
-
-
-def summarise(rows: list[dict]) -> dict:
-    """Per (dataset, regime, method, lang): mean/std over seeds; target averages over the languages every seed
-    covers; gap closed against zero-shot of the same regime."""
-    out: dict = {}
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault((r["dataset"], r["regime"], r["method"], r["lang"]), []).append(r)
-    for (ds, regime, method, lang), sel in groups.items():
-        cell = {m: _mean_std([r[m] for r in sel]) for m in METRICS}
-        cell["cost"] = {k: round(statistics.mean(r[k] for r in sel), 3) for k in
-                        ("seconds_per_step", "tokens_per_second", "peak_rss_mb", "train_seconds",
-                         "train_sentences", "steps")}
-        out.setdefault(ds, {}).setdefault(regime, {}).setdefault(method, {})[lang] = cell
-    for ds, regimes in out.items():
-        for regime, methods in regimes.items():
-            zs = methods.get("zero_shot", {})
-            for method, langs in methods.items():
-                targets = [lang for lang in langs if lang != "en"]
-                if len(targets) > 2:  # xSID's 18 languages (MTOD's es/th are compared one by one)
-                    langs["target_avg"] = {m: round(statistics.mean(langs[t][m]["mean"] for t in targets), 4)
-                                           for m in METRICS}
-                    langs["target_avg"]["languages"] = len(targets)
-                for lang in targets:
-                    if method != "zero_shot" and lang in zs and "en" in zs:
-                        langs[lang]["gap_closed"] = {}
-                        for m in METRICS:
-                            gap = zs["en"][m]["mean"] - zs[lang][m]["mean"]
-                            gain = langs[lang][m]["mean"] - zs[lang][m]["mean"]
-                            langs[lang]["gap_closed"][m] = round(gain / gap, 3) if gap > 0 else None
-    return out
-
-
 def heatmap(rows: list[dict], path: Path) -> dict:
     """Align-language x test-language intent accuracy (mean over seeds) of XeroAlign on xSID, with zero-shot at
     equal sentences as the first row; the right panel shows the difference to zero-shot."""
@@ -162,45 +125,15 @@ def heatmap(rows: list[dict], path: Path) -> dict:
     return {m: {lang: round(v, 4) for lang, v in table[m].items()} for m in names}
 
 
-def markdown(out: dict) -> str:
-    lines = ["# XeroAlign / FILTER benchmark", "", out["notes"], ""]
-    for ds, regimes in sorted(out["summary"].items()):
-        for regime, methods in sorted(regimes.items()):
-            langs = sorted({lang for m in methods.values() for lang in m if lang not in ("en", "target_avg")})
-            show = (["target_avg"] if any("target_avg" in m for m in methods.values()) else []) + \
-                ([lang for lang in langs if lang in ("sr", "da", "es")] or langs)
-            lines += [f"## {ds}, {regime}", "", "| method | seeds | " + " | ".join(
-                f"{lang} {m.split('_')[0]}" for lang in ["en", *show] for m in METRICS) + " | s/step |",
-                "|---" * (3 + 3 * (1 + len(show))) + "|"]
-            for method, cells in sorted(methods.items()):
-                row, seeds = [], None
-                for lang in ["en", *show]:
-                    cell = cells.get(lang)
-                    for m in METRICS:
-                        if cell is None or m not in cell:
-                            row.append("–")
-                        elif lang == "target_avg":
-                            row.append(f"{100 * cell[m]:.1f}")
-                        else:
-                            seeds = cell[m]["seeds"]
-                            s = cell[m]["std"]
-                            row.append(f"{100 * cell[m]['mean']:.1f}" + (f" ± {100 * s:.1f}" if s is not None else ""))
-                cost = cells.get("en", {}).get("cost", {}).get("seconds_per_step", "–")
-                lines.append(f"| {method} | {seeds} | " + " | ".join(row) + f" | {cost} |")
-            lines.append("")
-    return "\n".join(lines) + "\n"
-
-
 def collect(runs: Path, results: Path) -> dict:
     rows = gather(runs)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip()
     out = {"benchmark": "xeroalign-filter", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "git_commit": commit or "unknown", "machine": "2 CPU cores, no GPU", "model": "multilingual-e5-small",
-           "selection": "source-dev", "notes": NOTES, "summary": summarise(rows)}
+           "selection": "source-dev", "notes": NOTES}
     results.mkdir(exist_ok=True)
     out["generalisation_intent_acc"] = heatmap(rows, results / "xeroalign-generalisation.png")
     out["rows"] = rows
     (results / "xeroalign-filter.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
-    (results / "xeroalign-filter.md").write_text(markdown(out))
     return out

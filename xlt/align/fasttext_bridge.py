@@ -2,7 +2,7 @@
 
 The paper's map (github agcbi2017/TreLM: MUSE from the joint fastText vectors to BERT's raw embedding matrix) goes
 straight from the target language's fastText vectors into the English model's input-embedding matrix.  On our
-en-es data that map finds nothing (benchmarks/results/trelm.md: P@1 0-1.5 %) and the two spaces are far from
+en-es data that map finds nothing (benchmarks/results/trelm.json: P@1 0-1.5 %) and the two spaces are far from
 isomorphic: maps fitted on half the identical-string anchors retrieve 7.6 % (orthogonal) / 14.1 % (linear) of the
 other half — one is a distributional skip-gram space, the other a contextual model's lookup table.  Unsupervised
 alignment is made for two DISTRIBUTIONAL spaces (MUSE's and VecMap's setting), so this path bridges:

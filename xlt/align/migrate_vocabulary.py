@@ -19,7 +19,7 @@ spelled the same in both vocabularies — the new vocabulary is trained on Engli
 anchors — then the same refinement) or ``similarity_seed`` (VecMap's similarity-distribution seed,
 ``xlt.align.vecmap``: no discriminator, no shared strings needed; then the same refinement).  All are computed and
 reported (``adversarial.epochs=0`` skips the slowest); on the real en-es data the adversarial map stayed at chance
-(P@1 0.0003, benchmarks/results/trelm.md).  ``settings.map_into=english_fasttext`` replaces step 3: the target
+(P@1 0.0003, benchmarks/results/trelm.json).  ``settings.map_into=english_fasttext`` replaces step 3: the target
 fastText space is aligned to an English fastText space and the rows come from the nearest English entries
 (``xlt.align.fasttext_bridge``). With ``copy_shared_rows`` (default) the entries spelled as in the English
 vocabulary take the English model's own rows; the map gives the rest.

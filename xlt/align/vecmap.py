@@ -9,7 +9,7 @@
   general linear one could before.
 
 Why here: MUSE's adversarial game needs ~1M-example epochs and, on this machine's corpora, found nothing
-(benchmarks/results/trelm.md, docs/benchmarks/synthetic.md).  Rows are words, most frequent first.
+(benchmarks/results/trelm.json, docs/benchmarks/synthetic.md).  Rows are words, most frequent first.
 """
 from __future__ import annotations
 
