@@ -138,3 +138,23 @@ def test_the_committed_generated_pages_are_what_the_code_generates():
     stale = [path for path, text in pages.committed_pages().items()
              if not (ROOT / "docs" / path).exists() or (ROOT / "docs" / path).read_text(encoding="utf-8") != text]
     assert stale == [], "run: python scripts/docgen/pages.py"
+
+
+HISTORY = re.compile(r"\bissue \d+|\bissues? #\d+|\bstop \d+|\bcommit [0-9a-f]{7}\b|\buntil commit", re.I)
+
+
+def _prose(text: str) -> str:
+    """A page's running text: no code blocks, tables, result markers or headings."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("|", "<!--", "#")))
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs" / "benchmarks").glob("*.md")), ids=lambda p: p.name)
+def test_a_benchmark_page_opens_with_its_table_and_stays_short(page):
+    """Results first, then a short verdict; prose a reader finishes (≤ 800 words); no history (git keeps it)."""
+    text = page.read_text(encoding="utf-8")
+    first = re.search(r"^(\||<!-- xlt:)", text, re.M)
+    assert first, f"{page.name}: no table"
+    assert len(_prose(text[:first.start()]).split()) <= 100, f"{page.name}: more than 100 words before its first table"
+    assert len(_prose(text).split()) <= 800, f"{page.name}: more than 800 words of prose"
+    assert not HISTORY.findall(text), f"{page.name} speaks of issues, stops or commits: {HISTORY.findall(text)}"

@@ -10,7 +10,7 @@ A page asks for a table with a marker (an HTML comment, so the source still read
 that differ), one column per language (``langs=all``) or the source language + the target average
 (``langs=summary``, the default) or the languages listed (``langs=en,es``); a cell is mean ± std over seeds (the
 seed count in brackets where seeds differ), fractions shown as percentages.  ``where=key:v1|v2,key2:v``
-filters rows (``-`` matches a missing field).  ``avg=seen:de|es;other:fr``: extra columns averaging named language groups.  ``chart=1`` adds a per-language
+filters rows (``-`` matches a missing field, ``v*`` any value starting with v).  ``avg=seen:de|es;other:fr``: extra columns averaging named language groups.  ``chart=1`` adds a per-language
 bar chart.
 ``rows``: the rows as they are, the columns named (``a.b``: a nested field); ``key=NAME``: the file's
 top-level summary object NAME instead, or, when NAME is a list, its rows.  Every table says the file, its commit, machine, model,
@@ -51,8 +51,6 @@ SCRIPTS = {
     "selection": "python benchmarks/selection.py --data-dir ../shared/data",
     "serving": "python benchmarks/serving.py --data-dir ../shared/data",
     "synthetic": "python benchmarks/study.py synthetic --data-dir ../shared/data",
-    "synthetic-cuda": "XLT_SYNTHETIC_NAME=synthetic-cuda python benchmarks/study.py synthetic --data-dir ../shared/data "
-                      "(on a GPU)",
     "tall": "python benchmarks/study.py tall --data-dir ../shared/data",
     "fidelity": "python benchmarks/study.py fidelity --data-dir ../shared/data [--only ROW]",
     "tall-copy-probe": "python benchmarks/probes/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100 "
@@ -102,7 +100,7 @@ CONFIGS = {
     "xnli": "xnli-zero-shot (+ train.method and translation.* for the es rows)",
     "serving": "xsid-zero-shot (seed 1), exported with xlt export --int8",
     "synthetic": "xsid-zero-shot / pawsx-zero-shot and the stage configs, with the synthetic settings of "
-                 "benchmarks/studies/synthetic.yaml", "synthetic-cuda": "as synthetic, on a GPU",
+                 "benchmarks/studies/synthetic.yaml",
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
     "fidelity": "the rows of benchmarks/studies/fidelity.yaml (each: a shipped config or stage + overrides)",
     "tall-copy-probe": "pretrain-tall-*'s phase 1 (decoder only, lr 1e-3, batch 32, its noise), on English text",
@@ -158,7 +156,8 @@ def _matches(row: dict, where: str) -> bool:
         key, _, values = clause.partition(":")
         allowed = values.split("|")
         value = row.get(key)
-        if not (("-" in allowed and value is None) or (value is not None and str(value) in allowed)):
+        if not (("-" in allowed and value is None) or (value is not None and any(
+                str(value) == a or (a.endswith("*") and str(value).startswith(a[:-1])) for a in allowed))):
             return False
     return True
 
