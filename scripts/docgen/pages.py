@@ -457,6 +457,16 @@ def write_committed_pages() -> list[Path]:
     return written
 
 
+# a docs page named in a docstring or comment ("docs/benchmarks/serving.md", not in backticks or a link already)
+DOCS_PATH = re.compile(r"(?<!\]\()(?<![`/\w\[])docs/([\w/-]+\.md)(#[\w-]+)?")
+
+
+def link_docs_paths(text: str, page: str) -> str:
+    """Turn the docs pages the code's text names into links relative to ``page`` (they would show as plain text)."""
+    up = "../" * page.count("/")
+    return DOCS_PATH.sub(lambda m: f"[{m.group(1)}]({up}{m.group(1)}{m.group(2) or ''})", text)
+
+
 def generated_pages() -> dict[str, str]:
     pages = registry_pages()
     pages["methods/choosing.md"] = choosing_page()
@@ -465,7 +475,7 @@ def generated_pages() -> dict[str, str]:
     pages["reference/config.md"] = config_reference()
     pages["reference/cli.md"] = cli_reference()
     pages["reference/http.md"] = http_reference()
-    return pages
+    return {path: link_docs_paths(text, path) for path, text in pages.items()}
 
 
 if __name__ == "__main__":
