@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Bottom to top; a module belongs to the longest prefix named here.  A module may import its own layer and below.
 LAYERS: list[list[str]] = [
     ["xlt.errors", "xlt.settings", "xlt.fidelity", "xlt.registry", "xlt.synthetic",
-     "xlt.serve.words", "xlt.serve.decode", "xlt.serve.request", "xlt.serve.limits"],
+     "xlt.serve.words", "xlt.serve.decode", "xlt.serve.request", "xlt.serve.limits", "xlt.core.spans"],
     ["xlt.config"],
     ["xlt.core", "xlt.models", "xlt.zoo", "xlt.data", "xlt.align", "xlt.losses", "xlt.predict",
      "xlt.synthetic.vocab"],

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from seqeval.metrics.sequence_labeling import get_entities
+from xlt.core.spans import get_entities
 
 
 def bio_spans(tags: list[str]) -> list[tuple[str, int, int]]:

@@ -8,7 +8,7 @@ same answer for the same logits.  What to read is the task's ``serving_spec()``:
 from __future__ import annotations
 
 import numpy as np
-from seqeval.metrics.sequence_labeling import get_entities
+from xlt.core.spans import get_entities
 
 from xlt.serve.words import Words
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 from seqeval.metrics import f1_score
-from seqeval.metrics.sequence_labeling import get_entities
+from xlt.core.spans import get_entities
 from torch import nn
 
 from xlt.align.project import ProjectionStats, project_tags
