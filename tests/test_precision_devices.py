@@ -124,3 +124,19 @@ def test_cuda_attention_leaves_out_cudnn(monkeypatch):
     assert calls == ([False] if CUDA else [])
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert inference_device() == torch.device("cuda") and calls[-1] is False
+
+
+@pytest.mark.skipif(CUDA, reason="on a CUDA machine auto follows the GPU")
+@pytest.mark.parametrize("flags, chosen", [("fpu sse2 avx2 avx512f", "fp32"), ("fpu avx512f avx512_bf16", "bf16"),
+                                           ("fpu avx2 amx_bf16 amx_tile", "bf16")])
+def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16(tiny_cfg, monkeypatch, tmp_path, flags, chosen):
+    from xlt.core import precision
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    real_path = precision.Path
+    monkeypatch.setattr(precision, "Path", lambda p: cpuinfo if p == "/proc/cpuinfo" else real_path(p))
+    assert precision.resolve_precision("auto") == chosen and precision.resolve_precision("fp32") == "fp32"
+    run = train(tiny_cfg(f"name=auto-{chosen}", "train.max_steps=2", "train.eval_every=2",
+                         "train.mixed_precision=auto"))
+    assert json.loads((run / "train_summary.json").read_text())["mixed_precision"] == chosen  # what ran

@@ -28,6 +28,7 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 
 from xlt.core import checkpoint
+from xlt.core.precision import resolve_precision
 from xlt.errors import XltError
 
 
@@ -92,10 +93,12 @@ XLT_PRECISION = {v: k for k, v in ACCELERATE_PRECISION.items()}
 def make_accelerator(mixed_precision: str = "fp32", **kwargs) -> Accelerator:
     """The run's Accelerator.  Without CUDA it is told ``cpu=True``: only then does accelerate turn the environment
     of ``torchrun`` / ``accelerate launch`` into a gloo process group (otherwise every process would believe it is
-    alone and train the whole batch).  ``mixed_precision``: "fp32", "bf16" or "fp16" (CUDA only)."""
+    alone and train the whole batch).  ``mixed_precision``: "fp32", "bf16", "fp16" (CUDA only) or "auto"
+    (``resolve_precision``)."""
     from xlt.core.attention import configure_cuda_attention
 
     cuda = torch.cuda.is_available()
+    mixed_precision = resolve_precision(mixed_precision)
     configure_cuda_attention()  # cuDNN attention plans every new batch shape: see xlt/core/attention.py
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # set by torchrun / accelerate launch
     if cuda and local > torch.cuda.device_count():  # NCCL cannot put two processes on one GPU
