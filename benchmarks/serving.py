@@ -8,14 +8,16 @@
   difference.
 - Throughput: utterances/s of PyTorch eager, ONNX fp32 and both ONNX int8 at batch 1 / 32 / 128 on xSID English test
   utterances given as raw text (word splitting, encoding, padding, decoding and JSON included), and batch-1 latency
-  p50/p99; 2 threads each (``torch.set_num_threads`` / ``intra_op_num_threads``).
+  p50/p99; 2 threads each (``torch.set_num_threads`` / ``intra_op_num_threads``).  Beside it (``kind: stages``,
+  ``serving_stages.py``): the graph alone on the same batches, and the share of end-to-end time per stage.
 - Accuracy of each backend on the xSID test set of every language (pre-split words, as evaluation reads them).
-- Load and fault test (``serving_load.py``): ``xlt serve`` on 127.0.0.1 with the int8 graph, 32 clients for 60 s,
+- Load and fault test (``serving_load.py``): ``xlt serve`` on 127.0.0.1 with the int8 graph, 1 / 16 / 32 / 64
+  clients for 60 s each,
   then a burst of bad requests mixed with valid ones, then kill -9 and restart.
 
     python benchmarks/serving.py --data-dir ../shared/data [--run benchmarks/runs/xsid-zero-shot-newcore-seed1]
 
-Writes benchmarks/results/serving.{json,md}.  Nothing else may run on the machine meanwhile (timings).
+Writes benchmarks/results/serving.json.  Nothing else may run on the machine meanwhile (timings).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from jobqueue import RESULTS, RUNS, git_commit
 from serving_load import run_load_test
+from serving_stages import stage_split
 
 VARIANTS = {"pytorch_eager": None, "onnx_fp32": "model.onnx", "onnx_int8": "model.int8.onnx",
             "onnx_int8_dynamic": "model.int8-dynamic.onnx"}
@@ -97,6 +100,7 @@ def throughput_main(variant: str, run_dir: Path, export: Path, texts_file: Path)
     texts = json.loads(texts_file.read_text())
     predictor = predictor_of(variant, run_dir, export, 32)
     rows = [throughput(predictor, texts[:200] if batch == 1 else texts, batch) for batch in BATCHES]
+    rows.append({"kind": "stages", **stage_split(predictor, texts, 32)})
     print(json.dumps(rows))
 
 
@@ -157,7 +161,7 @@ def main() -> None:
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--repeats", type=int, default=3, help="fresh-process timings per backend (median reported)")
     ap.add_argument("--export", default=str(RUNS / "serving-export"), help="where the export is written")
-    ap.add_argument("--results", default=str(RESULTS), help="where serving.{json,md} go")
+    ap.add_argument("--results", default=str(RESULTS), help="where serving.json goes")
     ap.add_argument("--throughput", choices=list(VARIANTS), help=argparse.SUPPRESS)  # internal: one variant's timing
     ap.add_argument("--texts", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -185,6 +189,9 @@ def main() -> None:
             timings[variant].append(throughput_rows(variant, run_dir, export, texts))
             print(variant, f"repeat {repeat + 1}", timings[variant][-1], flush=True)
     for variant in VARIANTS:
+        stages = sorted((t.pop() for t in timings[variant]), key=lambda r: r["end_to_end_utterances_per_second"])
+        rows.append({"method": "zero_shot", "dataset": "xsid", "lang": "en", "variant": variant,
+                     **stages[len(stages) // 2]})  # the repeat with the median end-to-end rate
         for r in median_rows(timings[variant]):
             speed[(variant, r["batch_size"])] = r["utterances_per_second"]
             rows.append({"method": "zero_shot", "dataset": "xsid", "lang": "en", "variant": variant, **r})
@@ -201,9 +208,9 @@ def main() -> None:
                              "n_test": m["n"]})
             print(variant, "accuracy done", flush=True)
         del predictor
-    load = run_load_test(export, texts, "model.int8.onnx", seconds=args.seconds)
-    print(load, flush=True)
-    rows.append({"method": "zero_shot", "dataset": "xsid", "variant": "onnx_int8_server", **load})
+    for load in run_load_test(export, texts, "model.int8.onnx", seconds=args.seconds):
+        print(load, flush=True)
+        rows.append({"method": "zero_shot", "dataset": "xsid", "variant": "onnx_int8_server", **load})
     write(rows, speed, parity, run_dir, args)
 
 
@@ -231,7 +238,8 @@ def write(rows: list[dict], speed: dict, parity: dict, run_dir: Path, args) -> N
              f"throughput on xSID en test utterances as raw texts, end to end (splitting, encoding, padding, model, "
              f"decoding, JSON), each backend timed in {args.repeats} fresh processes of its own, round-robin, median "
              f"reported (this shared machine has slow spells that halve a run's speed); accuracy on pre-split test "
-             f"words of every language; load test: xlt serve (int8) on 127.0.0.1, 32 clients, {args.seconds:.0f} s")
+             f"words of every language; load test: xlt serve (int8) on 127.0.0.1, 1 / 16 / 32 / 64 clients, "
+             f"{args.seconds:.0f} s each, every answer checked against its batch-of-one answer")
     result = {"benchmark": "serving", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "git_commit": git_commit(), "machine": f"{platform.machine()}, {THREADS} CPU threads, no GPU",
               "model": "multilingual-e5-small", "selection": "source-dev", "notes": notes, "summary": summary,

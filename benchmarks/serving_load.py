@@ -1,8 +1,9 @@
 """The load and fault test of ``benchmarks/serving.py``: a real ``xlt serve`` process on 127.0.0.1 only.
 
-1. One client for 15 s (the baseline micro-batching must beat), then ``clients`` concurrent clients (threads, one keep-alive connection each) send one valid utterance per request for
-   ``seconds``; every answer must be 200 with one prediction; latency per request, throughput, and the server's RSS
-   sampled every second (memory must stay flat: the last quarter's mean vs the first quarter's).
+1. 1, 16, 32 and 64 concurrent clients in turn (threads, one keep-alive connection each) send one valid utterance
+   per request for ``seconds``; every answer must be 200 with one prediction, equal to that text's answer asked alone;
+   latency per request, throughput, and the server's RSS sampled every second (memory must stay flat: the last
+   quarter's mean vs the first quarter's).
 2. A burst: bad requests (body over the limit, too many texts, a text over the character limit, malformed JSON, a
    wrong schema, an empty text) mixed with valid ones from several threads; each bad one must get its 4xx.
 3. The server is killed (SIGKILL) and started again; the same utterances must get identical answers.
@@ -64,9 +65,20 @@ def _request(port: int, method: str, path: str, body: bytes | None = None,
     return response.status, data
 
 
-def load_phase(port: int, texts: list[str], clients: int, seconds: float, pid: int) -> dict:
+def reference_answers(port: int, texts: list[str]) -> dict[str, str]:
+    """Each text's answer asked alone, one request at a time (a batch of one), as JSON."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    return {t: json.dumps(json.loads(_request(port, "POST", "/predict", json.dumps({"text": t}).encode(), conn)[1])
+                          ["predictions"][0], sort_keys=True) for t in dict.fromkeys(texts)}
+
+
+def load_phase(port: int, texts: list[str], clients: int, seconds: float, pid: int,
+               reference: dict[str, str] | None = None) -> dict:
+    """``clients`` threads, one keep-alive connection each, one utterance per request for ``seconds``; with
+    ``reference``, every answer must equal the text's batch-of-one answer (micro-batching may not change one)."""
     latencies: list[float] = []
     failures: list[str] = []
+    differing: list[str] = []
     lock = threading.Lock()
     stop = time.time() + seconds
 
@@ -80,6 +92,11 @@ def load_phase(port: int, texts: list[str], clients: int, seconds: float, pid: i
                 status, data = _request(port, "POST", "/predict", body, conn)
                 ok = status == 200 and len(json.loads(data)["predictions"]) == 1
                 problem = "" if ok else f"status {status}: {data[:200]!r}"
+                text = texts[i % len(texts)]
+                if ok and reference is not None and reference.get(text) != json.dumps(
+                        json.loads(data)["predictions"][0], sort_keys=True):
+                    with lock:
+                        differing.append(text)
             except Exception as err:  # noqa: BLE001 - every failure of a valid request is counted
                 problem = repr(err)
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -101,6 +118,7 @@ def load_phase(port: int, texts: list[str], clients: int, seconds: float, pid: i
     lat = sorted(latencies)
     return {"clients": clients, "seconds": round(wall, 1), "valid_requests": len(latencies) + len(failures),
             "failed_valid_requests": len(failures), "failures_first": failures[:3],
+            **({"answers_differing_from_batch_of_one": len(differing)} if reference is not None else {}),
             "utterances_per_second": round(len(latencies) / wall, 1),
             "latency_ms_p50": round(1000 * lat[len(lat) // 2], 1),
             "latency_ms_p99": round(1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1),
@@ -135,16 +153,17 @@ def burst_phase(port: int, texts: list[str], rounds: int = 10) -> dict:
             "valid_requests_in_burst": len(valid), "failed_valid_requests_in_burst": sum(s != 200 for s in valid)}
 
 
-def run_load_test(export: Path, texts: list[str], graph: str, port: int = 8765, clients: int = 32,
-                  seconds: float = 60) -> dict:
+def run_load_test(export: Path, texts: list[str], graph: str, port: int = 8765, clients: tuple = (1, 16, 32, 64),
+                  seconds: float = 60) -> list[dict]:
+    """A row per number of clients (each phase ``seconds``; every answer checked against the text's batch-of-one
+    answer), the burst and restart results on the last row."""
     probe = json.dumps({"texts": texts[:16]}).encode()
+    texts = texts[:300]  # the utterances the clients cycle through, each with its reference answer
     server = start_server(export, port, graph)
     try:
         before = _request(port, "POST", "/predict", probe)[1]
-        alone = load_phase(port, texts, 1, min(seconds, 15), server.pid)  # micro-batching: throughput grows with load
-        load = load_phase(port, texts, clients, seconds, server.pid)
-        load |= {"one_client_utterances_per_second": alone["utterances_per_second"],
-                 "one_client_latency_ms_p50": alone["latency_ms_p50"]}
+        reference = reference_answers(port, texts)
+        rows = [load_phase(port, texts, n, seconds, server.pid, reference) for n in clients]
         burst = burst_phase(port, texts)
     finally:
         os.kill(server.pid, signal.SIGKILL)
@@ -155,4 +174,5 @@ def run_load_test(export: Path, texts: list[str], graph: str, port: int = 8765, 
     finally:
         server.terminate()
         server.wait()
-    return {**load, **burst, "graph": graph, "restart_identical_predictions": before == after}
+    rows[-1] |= {**burst, "restart_identical_predictions": before == after}
+    return [{**r, "graph": graph} for r in rows]

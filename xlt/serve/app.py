@@ -199,14 +199,11 @@ def create_app(predictor: Predictor, limits: Limits | None = None) -> FastAPI:
                 if len(part) > limits.max_chars:
                     raise LimitExceeded(f"texts[{i}] is {len(part)} characters; the limit is {limits.max_chars}",
                                         "max_chars", limits.max_chars)
-            req = Request.of(value, body.lang, predictor.pair)
-            try:
-                predictor.prepare(req)  # reject what the model cannot take before it joins a batch
-            except InputError as err:
-                raise InputError(f"texts[{i}]: {err}") from None
-            requests.append(req)
+            requests.append(Request.of(value, body.lang, predictor.pair))
+        # inputs are checked and encoded once, in the batch's worker thread (not here, on the event loop); a text
+        # the model cannot take comes back as its answer's error
         answers = await batcher.submit(requests)
-        for i, answer in enumerate(answers):  # found only in the batch (e.g. a translation over the limit)
+        for i, answer in enumerate(answers):
             if "error" in answer:
                 raise InputError(f"texts[{i}]: {answer['error']}")
         return {"predictions": answers}

@@ -266,7 +266,10 @@ class OnnxPredictor(Predictor):
     the export made last).  Imports onnxruntime, tokenizers and numpy only."""
     backend = "onnxruntime"
 
-    def __init__(self, folder: Path, graph: str | None = None, batch_size: int = 32, threads: int = 0) -> None:
+    def __init__(self, folder: Path, graph: str | None = None, batch_size: int = 32, threads: int = 0,
+                 spinning: bool = True) -> None:
+        """``threads``: ONNX Runtime's intra-op threads (0: one per core); ``spinning``: whether idle threads spin
+        waiting for work (fastest alone; ``False`` yields the cores at once, for a server beside other processes)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -284,6 +287,7 @@ class OnnxPredictor(Predictor):
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
         self.session = ort.InferenceSession(str(folder / self.graph), opts, providers=["CPUExecutionProvider"])
         self.output_names = list(meta["spec"]["outputs"])
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -294,7 +298,7 @@ class OnnxPredictor(Predictor):
                          meta.get("language_token"))
         self.folder = folder
         self.backend = f"onnxruntime ({self.graph})"
-        self.info["backend"] = self.backend
+        self.info.update(backend=self.backend, threads=threads or "one per core", spinning=spinning)
 
     def run_batch(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return dict(zip(self.output_names, self.session.run(self.output_names, feed)))
