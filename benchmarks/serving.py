@@ -32,7 +32,7 @@ from pathlib import Path
 
 from jobqueue import RESULTS, RUNS, git_commit
 from serving_load import run_load_test
-from serving_stages import stage_split
+from serving_stages import hf_pipeline_rate, stage_split
 
 VARIANTS = {"pytorch_eager": None, "onnx_fp32": "model.onnx", "onnx_int8": "model.int8.onnx",
             "onnx_int8_dynamic": "model.int8-dynamic.onnx"}
@@ -164,7 +164,14 @@ def main() -> None:
     ap.add_argument("--results", default=str(RESULTS), help="where serving.json goes")
     ap.add_argument("--throughput", choices=list(VARIANTS), help=argparse.SUPPRESS)  # internal: one variant's timing
     ap.add_argument("--texts", help=argparse.SUPPRESS)
+    ap.add_argument("--hf-pipeline", action="store_true", help=argparse.SUPPRESS)  # internal: the HF yardstick
     args = ap.parse_args()
+    if args.hf_pipeline:
+        import torch
+
+        torch.set_num_threads(THREADS)
+        print(json.dumps(hf_pipeline_rate(Path(args.run), json.loads(Path(args.texts).read_text()), 32)))
+        return
     if args.throughput:
         throughput_main(args.throughput, Path(args.run), Path(args.export), Path(args.texts))
         return
@@ -188,6 +195,11 @@ def main() -> None:
         for variant in VARIANTS:
             timings[variant].append(throughput_rows(variant, run_dir, export, texts))
             print(variant, f"repeat {repeat + 1}", timings[variant][-1], flush=True)
+    done = subprocess.run([sys.executable, __file__, "--hf-pipeline", "--run", str(run_dir), "--texts",
+                           str(export / "benchmark-texts.json")], capture_output=True, text=True, check=True)
+    hf = json.loads(done.stdout.strip().splitlines()[-1])
+    print(hf, flush=True)
+    rows.append({"method": "zero_shot", "dataset": "xsid", "lang": "en", **hf})
     for variant in VARIANTS:
         stages = sorted((t.pop() for t in timings[variant]), key=lambda r: r["end_to_end_utterances_per_second"])
         rows.append({"method": "zero_shot", "dataset": "xsid", "lang": "en", "variant": variant,
@@ -219,7 +231,9 @@ def write(rows: list[dict], speed: dict, parity: dict, run_dir: Path, args) -> N
         vals = [r[metric] for r in rows if r.get("variant") == variant and metric in r and "n_test" in r]
         return statistics.mean(vals) if vals else None
 
+    hf = next(r for r in rows if r.get("variant") == "hf_pipeline_token_classification")
     summary = {"default_graph": VARIANTS[DEFAULT_GRAPH],
+               "eager_vs_hf_pipeline_at_32": round(speed[("pytorch_eager", 32)] / hf["utterances_per_second"], 2),
                "int8_vs_eager_at_32": round(speed[("onnx_int8", 32)] / speed[("pytorch_eager", 32)], 2),
                "int8_utterances_per_second_at_32": speed[("onnx_int8", 32)],
                "int8_dynamic_vs_eager_at_32": round(speed[("onnx_int8_dynamic", 32)] / speed[("pytorch_eager", 32)],

@@ -9,6 +9,7 @@ for the benchmark.
 """
 from __future__ import annotations
 
+import copy
 import json
 import time
 from contextlib import contextmanager
@@ -72,3 +73,34 @@ def stage_split(predictor, texts: list[str], batch: int) -> dict:
     return {"batch_size": batch, "utterances": len(texts), "end_to_end_utterances_per_second": round(len(texts) / wall, 1),
             "graph_only_utterances_per_second": round(len(texts) / graph, 1),
             "end_to_end_vs_graph_only": round(graph / wall, 3), "stage_share": share}
+
+
+def hf_pipeline_rate(run_dir, texts: list[str], batch: int) -> dict:
+    """The same trained encoder and slot head as Hugging Face's ``pipeline("token-classification")`` (a
+    ``BertForTokenClassification`` holding the run's encoder and its slot head's weights; aggregation "first", as
+    xlt reads a word at its first sub-token) over the same raw texts, ``batch`` at a time: utterances/s and non-pad
+    sub-tokens/s.  The yardstick for eager PyTorch (issue: xlt no slower per token than this)."""
+    import torch
+    from transformers import AutoModelForTokenClassification, PreTrainedTokenizerFast, pipeline
+
+    from xlt.trained import load_trained
+
+    run = load_trained(run_dir)
+    encoder, head = run.model.encoder, run.model.heads.slot_head
+    config = copy.deepcopy(encoder.config)
+    config.num_labels = head.out_features
+    model = AutoModelForTokenClassification.from_config(config)
+    getattr(model, model.base_model_prefix).load_state_dict(encoder.state_dict(), strict=False)
+    model.classifier.load_state_dict(head.state_dict())
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=run.tokenizer, pad_token="[PAD]", unk_token="[UNK]",
+                                        cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    tag = pipeline("token-classification", model=model.eval(), tokenizer=tokenizer, aggregation_strategy="first",
+                   device=-1)
+    tokens = sum(len(run.tokenizer.encode(t).ids) for t in texts)
+    with torch.inference_mode():
+        tag(texts[:batch], batch_size=batch)  # warm-up
+        t0 = time.perf_counter()
+        tag(texts, batch_size=batch)
+        wall = time.perf_counter() - t0
+    return {"variant": "hf_pipeline_token_classification", "batch_size": batch, "utterances": len(texts),
+            "utterances_per_second": round(len(texts) / wall, 1), "tokens_per_second": round(tokens / wall, 1)}

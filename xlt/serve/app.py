@@ -184,7 +184,7 @@ def create_app(predictor: Predictor, limits: Limits | None = None) -> FastAPI:
                 "texts_predicted": batcher.items}
 
     @app.post("/predict")
-    async def predict(body: PredictBody) -> dict:
+    async def predict(body: PredictBody) -> JSONResponse:
         if (body.text is None) == (body.texts is None):
             raise InputError("give exactly one of \"text\" or \"texts\"")
         values = [body.text] if body.text is not None else body.texts
@@ -206,7 +206,8 @@ def create_app(predictor: Predictor, limits: Limits | None = None) -> FastAPI:
         for i, answer in enumerate(answers):
             if "error" in answer:
                 raise InputError(f"texts[{i}]: {answer['error']}")
-        return {"predictions": answers}
+        # the answers are plain JSON types already: dumped as they are, not walked again by FastAPI's encoder
+        return JSONResponse({"predictions": answers})
 
     return app
 
@@ -217,5 +218,6 @@ def app_from_env() -> FastAPI:
 
     from xlt.serve.loader import load_predictor
 
-    predictor = load_predictor(os.environ["XLT_SERVE_PATH"], os.environ.get("XLT_SERVE_GRAPH") or None)
+    predictor = load_predictor(os.environ["XLT_SERVE_PATH"], os.environ.get("XLT_SERVE_GRAPH") or None,
+                               spinning=False)  # the event loop and HTTP share the cores with the graph
     return create_app(predictor, Limits(**json.loads(os.environ.get("XLT_SERVE_LIMITS", "{}"))))
