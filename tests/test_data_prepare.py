@@ -32,6 +32,24 @@ def test_xnli_and_pawsx_split_by_language_in_their_order(tmp_path):
     assert [e.label for e in load_split(tmp_path, "pawsx", "en", "train").examples] == ["1", "0"]
 
 
+def test_xsid_takes_the_newest_version_and_the_english_training_set(tmp_path):
+    main(["data", "prepare", "xsid", "--from", str(RELEASES / "xsid"), "--out", str(tmp_path)])
+    test = load_split(tmp_path, "xsid", "de", "test").examples
+    assert [e.words for e in test] == [["weck", "mich", "um", "sieben"]]  # xSID-0.7's, not 0.4's
+    assert test[0].intent == "alarm/set_alarm" and test[0].slots[2:] == ["B-datetime", "I-datetime"]
+    train = load_split(tmp_path, "xsid", "en", "train").examples
+    assert [e.intent for e in train] == ["alarm/set_alarm", "weather/find"]
+    assert train[1].slots == ["O", "O", "B-weather/attribute", "B-datetime"]
+
+
+def test_panx_loses_its_language_prefixes(tmp_path):
+    main(["data", "prepare", "panx", "--from", str(RELEASES / "panx"), "--out", str(tmp_path)])
+    assert (tmp_path / "panx" / "dev-de.tsv").read_text() == "Berlin\tB-LOC\nist\tO\ngroß\tO\n"
+    train = load_split(tmp_path, "panx", "en", "train").examples
+    assert [e.words for e in train] == [["Paris", "is", "big"], ["John", "Smith"]]
+    assert train[1].tags == ["B-PER", "I-PER"]
+
+
 def test_a_wrong_release_is_one_line_naming_the_file(tmp_path, capsys):
     bad = tmp_path / "xnli"
     bad.mkdir()

@@ -339,7 +339,7 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     q.add_argument("--orphan-policy", default="to_b", choices=["to_b", "skip"], help="as data.orphan_policy")
     q.set_defaults(func=cmd_data)
     q = actions.add_parser("prepare", help="convert an official release into the layout xlt reads")
-    q.add_argument("name", help="massive | xnli | pawsx")
+    q.add_argument("name", help="massive | xnli | pawsx | xsid | panx")
     q.add_argument("--from", dest="source", required=True, help="the release as downloaded (its folder or file)")
     q.add_argument("--out", required=True, help="the data folder to write into (DIR/NAME/...)")
     q.set_defaults(func=cmd_data)

@@ -11,6 +11,13 @@ what a run would read, repair or refuse.
 - ``pawsx``: PAWS-X's ``x-final/{lang}/{train,dev_2k,test_2k}.tsv`` (a header; ``id sentence1 sentence2 label``)
   -> ``pawsx/{dev,test}-{lang}.tsv`` and ``pawsx/train-en.tsv`` (English ``train.tsv``; the translated training
   sets stay out: zero-shot trains on English).
+- ``xsid``: the xSID repository's ``data/`` folder (github mainlp/xsid): the newest ``xSID-0.N/`` version's
+  ``{lang}.{valid,test}.conll`` -> ``xsid/``, and the English training set ``xSID/mt.train.da/text.en`` +
+  ``label.en`` (tokens; BIO tags TAB intent) -> ``xsid/train/en.text`` + ``en.label``, with its Danish machine
+  translation (``sys_text.da`` / ``sys_label.da``) -> ``xsid/train/da.mt.text`` / ``da.mt.label`` when present.
+- ``panx``: WikiANN as XTREME's download leaves it, ``{lang}-{train,dev,test}`` files of ``lang:token TAB tag`` lines
+  (a blank line between sentences) -> ``panx/{train,dev,test}-{lang}.tsv`` (``token TAB tag``), the ``lang:`` prefix
+  taken off as XTREME's ``panx_preprocess`` does.
 """
 from __future__ import annotations
 
@@ -115,7 +122,62 @@ def prepare_pawsx(source: Path, out: Path) -> list[Path]:
     return written
 
 
-PREPARERS = {"massive": prepare_massive, "xnli": prepare_xnli, "pawsx": prepare_pawsx}
+def _version(folder: Path) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else 0 for x in folder.name.split("-", 1)[1].split("."))
+
+
+def prepare_xsid(source: Path, out: Path) -> list[Path]:
+    folder = source / "data" if (source / "data").is_dir() else source
+    versions = sorted((p for p in folder.glob("xSID-0.*") if p.is_dir()), key=_version)
+    if not versions:
+        raise DataError(f"{folder}: no xSID-0.N/ folder (the xSID repository's data/ folder)")
+    written = []
+    for path in sorted(versions[-1].glob("*.conll")):
+        if path.name.endswith((".valid.conll", ".test.conll")):
+            target = out / "xsid" / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+            written.append(target)
+    train = folder / "xSID" / "mt.train.da"
+    pairs = {"text.en": "en.text", "label.en": "en.label", "sys_text.da": "da.mt.text", "sys_label.da": "da.mt.label"}
+    for name in ("text.en", "label.en"):
+        _need(train / name, "the English training set: xSID/mt.train.da/text.en and label.en")
+    for name, new in pairs.items():
+        if (train / name).exists():
+            target = out / "xsid" / "train" / new
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes((train / name).read_bytes())
+            written.append(target)
+    return written
+
+
+def prepare_panx(source: Path, out: Path) -> list[Path]:
+    files = sorted(p for p in source.glob("*-*") if p.is_file() and p.name.rsplit("-", 1)[1] in ("train", "dev", "test"))
+    if not files:
+        raise DataError(f"{source}: no {{lang}}-{{train,dev,test}} files (WikiANN / PAN-X as XTREME downloads it)")
+    written = []
+    for path in files:
+        lang, split = path.name.rsplit("-", 1)
+        lines = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            items = line.strip().split("\t")
+            if len(items) != 2:
+                lines.append("")  # a sentence ends (XTREME reads any other line so)
+                continue
+            token, tag = items
+            if ":" not in token:
+                raise DataError(f"{path}:{number}: a token without its 'lang:' prefix ({token!r}); is this file "
+                                "already converted?")
+            lines.append(f"{token.split(':', 1)[1].strip()}\t{tag.strip()}")
+        target = out / "panx" / f"{split}-{lang}.tsv"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines).strip("\n") + "\n", encoding="utf-8")
+        written.append(target)
+    return written
+
+
+PREPARERS = {"massive": prepare_massive, "xnli": prepare_xnli, "pawsx": prepare_pawsx, "xsid": prepare_xsid,
+             "panx": prepare_panx}
 
 
 def prepare(name: str, source: str | Path, out: str | Path) -> list[Path]:
