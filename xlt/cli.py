@@ -175,9 +175,10 @@ def cmd_data(args) -> None:
     if args.action == "prepare":
         from xlt.data.prepare import prepare
 
-        written = prepare(args.name, args.source, args.out)
-        print(f"wrote {len(written)} files under {Path(args.out) / args.name}; check them: xlt data check {args.out} "
-              f"--dataset {args.name}")
+        written = prepare(args.name, args.source, args.out, args.lang, args.split)
+        dataset = written[0].relative_to(args.out).parts[0] if written else args.name  # table: the layout its columns chose
+        print(f"wrote {len(written)} files under {Path(args.out) / dataset}; check them: xlt data check {args.out} "
+              f"--dataset {dataset}")
         return
     checks = check_folder(args.dir, args.dataset, args.langs, args.orphan_policy)
     print(report_text(checks))
@@ -339,8 +340,12 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     q.add_argument("--orphan-policy", default="to_b", choices=["to_b", "skip"], help="as data.orphan_policy")
     q.set_defaults(func=cmd_data)
     q = actions.add_parser("prepare", help="convert an official release into the layout xlt reads")
-    q.add_argument("name", help="massive | xnli | pawsx | xsid | panx")
+    q.add_argument("name", help="massive | xnli | pawsx | xsid | panx, or table (your own labelled .csv / .tsv / "
+                   ".jsonl: columns text + intent [+ slots], sentence1 + sentence2 + label, or tokens + tags)")
     q.add_argument("--from", dest="source", required=True, help="the release as downloaded (its folder or file)")
+    q.add_argument("--lang", help="table: the language of rows without a lang column")
+    q.add_argument("--split", choices=["train", "dev", "valid", "test"],
+                   help="table: the split of rows without a split column")
     q.add_argument("--out", required=True, help="the data folder to write into (DIR/NAME/...)")
     q.set_defaults(func=cmd_data)
     p = sub.add_parser("methods", help="choosing a method: what each needs and what it measured against zero-shot")

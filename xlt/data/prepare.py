@@ -18,6 +18,7 @@ what a run would read, repair or refuse.
 - ``panx``: WikiANN as XTREME's download leaves it, ``{lang}-{train,dev,test}`` files of ``lang:token TAB tag`` lines
   (a blank line between sentences) -> ``panx/{train,dev,test}-{lang}.tsv`` (``token TAB tag``), the ``lang:`` prefix
   taken off as XTREME's ``panx_preprocess`` does.
+- ``table``: your own labelled data as one CSV / TSV / JSONL file (``xlt/data/prepare_table.py``).
 """
 from __future__ import annotations
 
@@ -180,11 +181,20 @@ PREPARERS = {"massive": prepare_massive, "xnli": prepare_xnli, "pawsx": prepare_
              "panx": prepare_panx}
 
 
-def prepare(name: str, source: str | Path, out: str | Path) -> list[Path]:
-    if name not in PREPARERS:
-        raise DataError(f"xlt data prepare: no converter for {name!r} (have: {', '.join(PREPARERS)}); the layouts "
+def prepare(name: str, source: str | Path, out: str | Path, lang: str | None = None,
+            split: str | None = None) -> list[Path]:
+    """Convert the release (or, for ``table``, the labelled CSV / TSV / JSONL file) at ``source`` into
+    ``out/<dataset>/``; returns the files written.  ``lang`` / ``split``: ``table``'s rows without those columns."""
+    if name not in PREPARERS and name != "table":
+        raise DataError(f"xlt data prepare: no converter for {name!r} (have: {', '.join(PREPARERS)}, table); the layouts "
                         "xlt reads: docs/data-sources.md")
     source = Path(source)
     if not source.exists():
         raise DataError(f"--from {source}: no such file or folder")
+    if name == "table":
+        from xlt.data.prepare_table import prepare_table
+
+        return prepare_table(source, Path(out), lang, split)
+    if lang or split:
+        raise DataError(f"--lang / --split are for 'table' files; {name} releases name their own")
     return PREPARERS[name](source, Path(out))
