@@ -79,3 +79,50 @@ def test_host_sync_detector_sees_each_kind_of_read_and_the_loss_makes_none():
     with HostSyncs() as syncs:
         cross_entropy(logits, labels).backward()
     assert not syncs.sites
+
+
+def test_static_lengths_pad_to_the_smallest_length_that_holds_the_batch():
+    batch = collate(TASKS.get("intent_slot")(), _items(), pad_id=1, static_lengths=(4, 8, 16))
+    assert batch["input_ids"].tolist() == [[0, 5, 6, 2, 1, 1, 1, 1], [0, 7, 8, 9, 10, 2, 1, 1]]
+    assert batch["attention_mask"].sum().item() == 10
+    assert batch["word_positions"].shape == (2, 4) and batch["word_mask"].sum().item() == 5
+    assert batch["slot_labels"].shape == (2, 8) and (batch["slot_labels"][:, 6:] == IGNORE).all()
+    assert batch["pair"]["input_ids"].shape == (2, 4)  # 4 holds the translations' longest exactly
+    longer = collate(TASKS.get("intent_slot")(), _items(), pad_id=1, static_lengths=(2, 4))
+    assert longer["input_ids"].shape == (2, 6)  # longer than every static length: its own longest
+
+
+def test_static_padding_leaves_the_loss_and_its_gradient_as_they_were(served):
+    """Pads carry no attention and no loss: the trained tiny model's loss and gradients on a batch padded to a
+    static length equal those of the same batch padded to its longest item (eval mode: no dropout draws)."""
+    from xlt.trained import load_trained
+
+    run = load_trained(served["run"])
+    g = torch.Generator().manual_seed(0)
+    n_words, vocab = [3, 5, 2], run.model.encoder.get_input_embeddings().num_embeddings
+    items = [Encoded([0] + torch.randint(5, vocab, (n,), generator=g).tolist() + [2],
+                     word_positions=list(range(1, n + 1)),
+                     labels={"intent": i % len(run.labels["intents"]),
+                             "slots": [(i + j) % len(run.labels["slots"]) for j in range(n)]})
+             for i, n in enumerate(n_words)]
+    results = []
+    for lengths in ((), (16, 32)):
+        run.model.zero_grad()
+        batch = collate(run.ctx.task, items, run.pad, lengths)
+        assert batch["input_ids"].shape[1] == (16 if lengths else 7)
+        loss = run.method.loss(run.model, batch)["loss"]
+        loss.backward()
+        grads = torch.cat([p.grad.flatten() for p in run.model.parameters() if p.grad is not None])
+        results.append((loss.detach(), grads))
+    assert torch.allclose(results[0][0], results[1][0], atol=1e-5)
+    assert torch.allclose(results[0][1], results[1][1], atol=1e-5)
+
+
+def test_a_run_trains_on_static_lengths_and_refuses_unordered_ones(tiny_cfg):
+    from xlt.errors import ConfigError
+    from xlt.finetune import train
+
+    run = train(tiny_cfg("name=static", "train.static_lengths=[8,16,64]", "train.max_steps=2", "train.eval_every=2"))
+    assert (run / "best" / "model.safetensors").exists()
+    with pytest.raises(ConfigError, match="static_lengths"):
+        tiny_cfg("train.static_lengths=[64,16]")

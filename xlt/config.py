@@ -85,6 +85,11 @@ class TrainConfig:
     # compilation; benchmarks/training_speed.py --compile measures whether it pays
     compile: bool = False
     bucket_size: int = positive(50)  # batches per length-sorted bucket (dynamic padding)
+    # static shapes: every training batch pads its sub-tokens (and words) to the smallest of these lengths that holds
+    # it, e.g. [16, 32, 64, 128], so `compile` captures one graph per length (on a GPU with CUDA graphs: mode
+    # reduce-overhead) instead of recompiling for each new length; [] = pad to the batch's longest (dynamic).  Pads
+    # carry no attention and no loss: the same loss up to float rounding.  Evaluation keeps dynamic padding
+    static_lengths: list[int] = field(default_factory=list)
     # which model the run keeps as best/ (what evaluation, export and prediction use).  source_dev: the evaluated
     # checkpoint with the best source-language dev score (zero-shot); last: the final step; average: the uniform
     # average of the weights of the last `average_last` evaluated checkpoints; target_dev: the best mean score on
@@ -384,6 +389,9 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     source = _source(where, overrides)
     from xlt.synthetic import with_synthetic_vocabulary
     cfg = resolve_method_options(from_dict(RunConfig, data, source), source)
+    lengths = cfg.train.static_lengths
+    if any(n <= 0 for n in lengths) or lengths != sorted(set(lengths)):
+        raise ConfigError(f"{_key(source, 'train.static_lengths')}: {lengths}: positive lengths, ascending")
     return with_synthetic_vocabulary(absolute_paths(cfg))
 
 

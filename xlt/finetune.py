@@ -181,8 +181,11 @@ class Run:
     def model(self, data: RunData) -> tuple[torch.nn.Module, object]:
         """The task model on the pretrained encoder (trimmed to ``data``'s vocabulary) and the tokenizer."""
         model, tokenizer = build_model(self.ctx, self.method, data.labels, data.trim)
-        if self.cfg.train.compile:
-            model.compile(dynamic=True)  # in place: state_dict keys (checkpoints) stay as they are
+        if self.cfg.train.compile:  # in place: state_dict keys (checkpoints) stay as they are
+            if self.cfg.train.static_lengths:  # a graph per static length; CUDA graphs on a GPU (launch-bound steps)
+                model.compile(dynamic=False, mode="reduce-overhead" if torch.cuda.is_available() else None)
+            else:
+                model.compile(dynamic=True)
         return model, tokenizer
 
     # ---- training --------------------------------------------------------------------------------------------------
@@ -216,8 +219,8 @@ class Run:
         t = cfg.train
         hooks = LoopHooks(
             batches=lambda epoch: length_bucketed_batches(lengths, t.batch_size, t.bucket_size, t.seed, epoch),
-            make_batch=lambda idx, step: to_device(collate(task, [data.train[i] for i in idx], pad),
-                                                   accelerator.device),
+            make_batch=lambda idx, step: to_device(collate(task, [data.train[i] for i in idx], pad,
+                                                           tuple(t.static_lengths)), accelerator.device),
             loss=method.loss, evaluate=evaluate,
             count=lambda idx: (sum(item_tokens(data.train[i]) for i in idx),
                                sum(item_sentences(data.train[i]) for i in idx)),

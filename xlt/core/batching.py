@@ -43,30 +43,39 @@ def length_bucketed_batches(lengths: list[int], batch_size: int, bucket_size: in
     return [batches[i] for i in perm]
 
 
-def collate(task, items: list[Encoded], pad_id: int) -> dict[str, Any]:
+def padded_length(longest: int, static_lengths: tuple[int, ...] = ()) -> int:
+    """The length a batch pads to: its longest item, or, with ``static_lengths`` (ascending), the smallest of them
+    that holds it -- a few fixed shapes, which ``torch.compile`` / CUDA graphs capture once each.  Longer than the
+    largest: the longest item (one more shape)."""
+    return next((n for n in static_lengths if n >= longest), longest)
+
+
+def collate(task, items: list[Encoded], pad_id: int, static_lengths: tuple[int, ...] = ()) -> dict[str, Any]:
     """Pad to the longest item: input_ids / attention_mask (B, T), word_positions / word_mask (B, W) for word-level
-    tasks, the task's label tensors; a nested ``pair`` batch when the items are paired (all or none)."""
-    batch = collate_side(task, items, pad_id)
+    tasks, the task's label tensors; a nested ``pair`` batch when the items are paired (all or none).
+    ``static_lengths``: T and W pad to the smallest of these that holds them (``padded_length``); pad positions carry
+    no attention and no loss, so a batch's loss is the same up to float rounding."""
+    batch = collate_side(task, items, pad_id, static_lengths)
     with_pair = [e.pair is not None for e in items]
     if any(with_pair):
         if not all(with_pair):
             raise ValueError("a batch mixes paired and unpaired examples")
-        pair = collate_side(task, [e.pair for e in items], pad_id)  # type: ignore[misc]
+        pair = collate_side(task, [e.pair for e in items], pad_id, static_lengths)  # type: ignore[misc]
         if items[0].soft is not None:
             pair["soft"], pair["soft_mask"] = _collate_soft(task, items, pair["input_ids"].shape[1])
         batch["pair"] = pair
     return batch
 
 
-def collate_side(task, items: list[Encoded], pad_id: int) -> dict[str, Any]:
-    T = max(len(e.input_ids) for e in items)
+def collate_side(task, items: list[Encoded], pad_id: int, static_lengths: tuple[int, ...] = ()) -> dict[str, Any]:
+    T = padded_length(max(len(e.input_ids) for e in items), static_lengths)
     W = max(len(e.word_positions) for e in items)
     # padded Python lists, then one tensor per field: a tensor per item and field cost ~50 us an item (27 ms for a
     # batch of 512 on a CPU core, a third of a GPU step at that batch)
-    input_ids, attention = pad_ids([e.input_ids for e in items], pad_id)
+    input_ids, attention = pad_ids([e.input_ids for e in items], pad_id, T)
     batch: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention}
     if W:
-        positions, word_mask = pad_ids([e.word_positions for e in items], 0)
+        positions, word_mask = pad_ids([e.word_positions for e in items], 0, padded_length(W, static_lengths))
         batch["word_positions"], batch["word_mask"] = positions, word_mask.bool()
     batch.update(task.collate_labels(items, T))
     return batch
@@ -118,9 +127,10 @@ def item_sentences(e: Encoded) -> int:
     return 2 if e.pair is not None else 1
 
 
-def pad_ids(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Id sequences -> (B, T) ids padded with ``pad`` and the (B, T) attention mask (1 = real token)."""
-    T = max(map(len, seqs))
+def pad_ids(seqs: list[list[int]], pad: int, length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Id sequences -> (B, T) ids padded with ``pad`` and the (B, T) attention mask (1 = real token); T is
+    ``length`` when given (at least the longest sequence), else the longest."""
+    T = max(length or 0, max(map(len, seqs)))
     ids = torch.tensor([list(s) + [pad] * (T - len(s)) for s in seqs], dtype=torch.long)
     mask = torch.tensor([[1] * len(s) + [0] * (T - len(s)) for s in seqs], dtype=torch.long)
     return ids, mask
