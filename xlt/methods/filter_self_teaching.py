@@ -31,7 +31,7 @@ from xlt.trained import load_trained
 class SelfTeachingOptions:
     teacher: str = path_field()  # run directory of a trained ``filter`` run on the same data
     local_layers: int = 1  # FILTER's m: layers run on each side alone before fusion (as the teacher's)
-    fusion_layers: int = 5  # FILTER's k: layers run over both sides together (as the teacher's)
+    fusion_layers: int = 1  # FILTER's k: layers run over both sides together (as the teacher's)
     target_weight: float = 0.5  # λ
     kl_weight: float = ranged(-1.0, any_value=True)  # < 0: 1 − λ
     # softmax temperature of the teacher's and the student's distributions in the KL term
