@@ -15,6 +15,7 @@ A row (every key but ``name`` optional):
   seeds      the seeds it runs (default: the command line's); a pre-training row runs seed 1 unless it says
   labels     fields copied into each result row (method, deviation, variant, ...): what the row is in the table
   langs      the test languages kept in the results (default: all)
+  train_metrics  logged training quantities (metrics.jsonl) reported as their first and last window's means
   each       copy the row for every entry of the study's ``expand: {KEY: {value: {field: text}}}`` ({KEY} and the
              entry's fields filled into its texts); ``extends: NAME``: that row's config/stage and overrides first
   then       ``{translate_test: {langs, overrides, name}}``: the run also scored through a translator
@@ -109,14 +110,28 @@ def result_rows(row: dict, seed: int) -> list[dict]:
     labels = {"method": res["method"], "task": res["task"], "dataset": res["dataset"], **labels}
     config = folder / "config.yaml"
     batch = (yaml.safe_load(config.read_text()) or {}).get("train", {}).get("batch_size") if config.exists() else None
+    logged = logged_windows(folder, row.get("train_metrics", []))
     return [{**labels, "lang": lang,
-             **{k: round(m[k], 4) for k in FINE_TUNE_METRICS if k in m}, "n_test": m.get("n"),
+             **{k: round(m[k], 4) for k in FINE_TUNE_METRICS if k in m}, "n_test": m.get("n"), **logged,
              "train_sentences": res.get("train_examples"), "steps": ts["step"], "best_step": res.get("best_step"),
              **({"sentences_processed": ts["step"] * batch} if batch else {}),
              "train_seconds": round(ts["train_seconds"], 1),
              "tokens_per_second": round(ts["tokens_per_second"], 1) if ts.get("tokens_per_second") else None,
              "peak_rss_mb": round(ts["peak_rss_mb"]) if ts.get("peak_rss_mb") else None, "cpu": ts.get("cpu")}
             for lang, m in res["per_language"].items() if keep is None or lang in keep]
+
+
+def logged_windows(folder: Path, keys: list[str]) -> dict:
+    """A row's ``train_metrics``: each logged training quantity's mean over the first and the last evaluation
+    window of the run (metrics.jsonl keeps one mean per window), e.g. XeroAlign's align_task_grad_ratio."""
+    path = folder / "metrics.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()] if keys and path.exists() else []
+    out = {}
+    for key in keys:
+        values = [r[key] for r in records if key in r]
+        if values:
+            out |= {f"{key}_first_window": round(values[0], 4), f"{key}_last_window": round(values[-1], 4)}
+    return out
 
 
 def machine(rows: list[dict], seeds: list[int]) -> str:

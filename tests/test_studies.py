@@ -50,6 +50,12 @@ def test_results_rows_carry_the_row_labels(tmp_path, monkeypatch):
                      "variant": "after", "run": "x-seed2", "seed": 2, "lang": "de", "intent_acc": 0.1, "n_test": 4,
                      "train_sentences": None, "steps": 10, "best_step": 10, "train_seconds": 1.0,
                      "tokens_per_second": None, "peak_rss_mb": None, "cpu": "test"}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        {"step": 5, "ratio": 0.123456}, {"step": 10, "loss": 1.0}, {"step": 15, "ratio": 2.0})))
+    logged = study.result_rows({"name": "x-seed{seed}", "config": "xsid-zero-shot", "langs": ["de"],
+                                "train_metrics": ["ratio", "absent"]}, 2)[0]
+    assert (logged["ratio_first_window"], logged["ratio_last_window"]) == (0.1235, 2.0)
+    assert not any(k.startswith("absent") for k in logged)
 
 
 def test_rows_go_to_their_results_files_and_a_file_without_runs_stays(tmp_path, monkeypatch):
