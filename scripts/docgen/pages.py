@@ -333,6 +333,9 @@ FIDELITY_TABLES = {
                      "where=deviation:filter_layers,dataset:pawsx by=variant langs=en,es -->",
     "xeroalign_scale": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 "
                        "where=deviation:xeroalign_scale,dataset:xsid by=variant langs=summary -->\n\n"
+                       "<!-- xlt:pivot file=fidelity metric=align_task_grad_ratio_first_window,"
+                       "align_task_grad_ratio_last_window where=deviation:xeroalign_scale,dataset:xsid by=variant "
+                       "langs=en split=training -->\n\n"
                        "<!-- xlt:pivot file=fidelity metric=accuracy "
                        "where=deviation:xeroalign_scale,dataset:pawsx by=variant langs=en,es -->",
     "unicoder_optimisation": "<!-- xlt:pivot file=fidelity metric=accuracy where=deviation:unicoder_optimisation,"

@@ -53,6 +53,7 @@ SCRIPTS = {
     "synthetic": "python benchmarks/study.py synthetic --data-dir ../shared/data",
     "tall": "python benchmarks/study.py tall --data-dir ../shared/data",
     "fidelity": "python benchmarks/study.py fidelity --data-dir ../shared/data [--only ROW]",
+    "few-shot": "python benchmarks/study.py few-shot --data-dir ../shared/data [--seeds 1 2 3] [--only ROW]",
     "tall-copy-probe": "python benchmarks/probes/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100 "
                        "[--variants NAME ...]",
     "gemm-ceiling": "python benchmarks/gemm_ceiling.py",
@@ -102,6 +103,7 @@ CONFIGS = {
     "synthetic": "xsid-zero-shot / pawsx-zero-shot and the stage configs, with the synthetic settings of "
                  "benchmarks/studies/synthetic.yaml",
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
+    "few-shot": "xsid-zero-shot with data.target_shots (shots from the target dev sets; NOT zero-shot where > 0)",
     "fidelity": "the rows of benchmarks/studies/fidelity.yaml (each: a shipped config or stage + overrides)",
     "tall-copy-probe": "pretrain-tall-*'s phase 1 (decoder only, lr 1e-3, batch 32, its noise), on English text",
     "gemm-ceiling": "no config: multilingual-e5-small's layer shapes (its config.json), batch 32",

@@ -48,7 +48,11 @@ class XeroAlign(Method):
         Deviation("alignment loss scale", "\"MSE\" between the CLS vectors of a sentence and its translation "
                   "(the authors' code: torch.nn.MSELoss, i.e. the mean over the hidden dimensions)",
                   "the mean by default; options.reduction=sum sums over the 384 dimensions; each step logs "
-                  "align_task_grad_ratio", "open: sum vs mean, 3 seeds", "xeroalign_scale"),
+                  "align_task_grad_ratio", "measured, the mean kept: xSID (da MT, 500 steps), the alignment "
+                  "gradient on the encoder states is 0.009x the task's in the first window and 0.019x in the last "
+                  "(3 seeds); summed over the dimensions it is 1.1x-1.7x and English collapses (intent 99.2 -> 57.1, "
+                  "slot F1 73.5 -> 42.7; 18-language intent 69.8 -> 48.1; 2 seeds, both collapsed); the small term "
+                  "is the paper's and it works", "xeroalign_scale"),
     )
 
     def __init__(self, ctx) -> None:
