@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
+from xlt.data.prepare_table import prepare_table
 from xlt.errors import DataError
 
 PARTITIONS = {"train": "train", "dev": "valid", "test": "test"}
@@ -132,24 +134,18 @@ def prepare_xsid(source: Path, out: Path) -> list[Path]:
     versions = sorted((p for p in folder.glob("xSID-0.*") if p.is_dir()), key=_version)
     if not versions:
         raise DataError(f"{folder}: no xSID-0.N/ folder (the xSID repository's data/ folder)")
-    written = []
-    for path in sorted(versions[-1].glob("*.conll")):
-        if path.name.endswith((".valid.conll", ".test.conll")):
-            target = out / "xsid" / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
-            written.append(target)
     train = folder / "xSID" / "mt.train.da"
-    pairs = {"text.en": "en.text", "label.en": "en.label", "sys_text.da": "da.mt.text", "sys_label.da": "da.mt.label"}
     for name in ("text.en", "label.en"):
         _need(train / name, "the English training set: xSID/mt.train.da/text.en and label.en")
-    for name, new in pairs.items():
-        if (train / name).exists():
-            target = out / "xsid" / "train" / new
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes((train / name).read_bytes())
-            written.append(target)
-    return written
+    copies = [(p, out / "xsid" / p.name) for p in sorted(versions[-1].glob("*.conll"))
+              if p.name.endswith((".valid.conll", ".test.conll"))]
+    copies += [(train / name, out / "xsid" / "train" / new) for name, new in
+               {"text.en": "en.text", "label.en": "en.label", "sys_text.da": "da.mt.text",
+                "sys_label.da": "da.mt.label"}.items() if (train / name).exists()]
+    for path, target in copies:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return [target for _, target in copies]
 
 
 def prepare_panx(source: Path, out: Path) -> list[Path]:
@@ -178,22 +174,20 @@ def prepare_panx(source: Path, out: Path) -> list[Path]:
 
 
 PREPARERS = {"massive": prepare_massive, "xnli": prepare_xnli, "pawsx": prepare_pawsx, "xsid": prepare_xsid,
-             "panx": prepare_panx}
+             "panx": prepare_panx, "table": prepare_table}
 
 
 def prepare(name: str, source: str | Path, out: str | Path, lang: str | None = None,
             split: str | None = None) -> list[Path]:
     """Convert the release (or, for ``table``, the labelled CSV / TSV / JSONL file) at ``source`` into
     ``out/<dataset>/``; returns the files written.  ``lang`` / ``split``: ``table``'s rows without those columns."""
-    if name not in PREPARERS and name != "table":
-        raise DataError(f"xlt data prepare: no converter for {name!r} (have: {', '.join(PREPARERS)}, table); the layouts "
+    if name not in PREPARERS:
+        raise DataError(f"xlt data prepare: no converter for {name!r} (have: {', '.join(PREPARERS)}); the layouts "
                         "xlt reads: docs/data-sources.md")
     source = Path(source)
     if not source.exists():
         raise DataError(f"--from {source}: no such file or folder")
     if name == "table":
-        from xlt.data.prepare_table import prepare_table
-
         return prepare_table(source, Path(out), lang, split)
     if lang or split:
         raise DataError(f"--lang / --split are for 'table' files; {name} releases name their own")

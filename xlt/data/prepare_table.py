@@ -22,6 +22,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from xlt.core.spans import get_entities
+from xlt.data.bio import is_valid_tag
 from xlt.errors import DataError
 
 TASK_COLUMNS = {"intent_slot": ("text", "intent"), "pairs": ("sentence1", "sentence2", "label"),
@@ -67,25 +69,17 @@ def _words(value, path: Path, number: int, column: str) -> list[str]:
 
 
 def _annotated(words: list[str], tags: list[str], path: Path, number: int) -> str:
-    """BIO tags over words -> MASSIVE's ``annot_utt`` (``wake me at [time : five am]``)."""
+    """BIO tags over words -> MASSIVE's ``annot_utt`` (``wake me at [time : five am]``); spans read as everywhere in
+    xlt (``xlt.core.spans``: an orphan ``I-X`` starts a span)."""
     if len(tags) != len(words):
         raise DataError(f"{path}:{number}: {len(tags)} slot tags for {len(words)} words")
-    parts, open_slot = [], None
-    for word, tag in zip(words, tags):
-        if tag.startswith("I-") and open_slot == tag[2:]:
-            parts[-1] += f" {word}"
-            continue
-        if open_slot:
-            parts[-1] += "]"
-        if tag == "O":
-            parts.append(word)
-            open_slot = None
-        elif tag[:2] in ("B-", "I-") and tag[2:]:
-            parts.append(f"[{tag[2:]} : {word}")
-            open_slot = tag[2:]
-        else:
-            raise DataError(f"{path}:{number}: slot tag {tag!r} is not O, B-slot or I-slot")
-    return " ".join(parts) + ("]" if open_slot else "")
+    bad = next((t for t in tags if not is_valid_tag(t)), None)
+    if bad is not None:
+        raise DataError(f"{path}:{number}: slot tag {bad!r} is not O, B-slot or I-slot")
+    parts = list(words)
+    for slot, first, last in reversed(get_entities(tags)):
+        parts[first:last + 1] = [f"[{slot} : {' '.join(words[first:last + 1])}]"]
+    return " ".join(parts)
 
 
 def prepare_table(source: Path, out: Path, lang: str | None = None, split: str | None = None) -> list[Path]:
@@ -118,7 +112,7 @@ def prepare_table(source: Path, out: Path, lang: str | None = None, split: str |
             words, tags = (_words(row[c], source, number, c) for c in ("tokens", "tags"))
             if len(words) != len(tags):
                 raise DataError(f"{source}:{number}: {len(tags)} tags for {len(words)} tokens")
-            bio = bio and all(t == "O" or t[:2] in ("B-", "I-") for t in tags)
+            bio = bio and all(map(is_valid_tag, tags))
             item = "\n".join(f"{w}\t{t}" for w, t in zip(words, tags)) + "\n"
         parsed.append((number, row_lang, row_split, item))
     if task == "pairs" and not (pair_labels <= {"0", "1"} or pair_labels <= NLI_LABELS):
@@ -133,8 +127,10 @@ def prepare_table(source: Path, out: Path, lang: str | None = None, split: str |
         if folder == "pawsx" and row_split == "train" and row_lang != "en":
             raise DataError(f"{source}:{number}: PAWS-X-style training is English (train-en.tsv), not {row_lang}")
         lines[(row_lang, "dev" if folder == "panx" and row_split == "test" else row_split)].append(item)
-    if folder == "panx" and any(s == "test" for _, _, s, _ in parsed) and any(s == "dev" for _, _, s, _ in parsed):
-        raise DataError(f"{source}: PAN-X-style data tests a language on its dev file: give dev or test rows, not both")
+    both = {x for _, x, s, _ in parsed if s == "test"} & {x for _, x, s, _ in parsed if s == "dev"}
+    if folder == "panx" and both:
+        raise DataError(f"{source}: PAN-X-style data tests a language on its dev file: {', '.join(sorted(both))} "
+                        "has dev and test rows; give one of them")
     written = []
     for (row_lang, row_split), items in sorted(lines.items()):
         name = (f"{row_lang}.{'valid' if row_split == 'dev' else row_split}.jsonl" if folder == "massive"
