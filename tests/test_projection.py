@@ -72,10 +72,13 @@ def test_eflomal_aligns_a_toy_corpus():
     en, es = [], []
     for a, a_es in adjectives.items():
         for n, n_es in nouns.items():
-            # bare "red car" / "coche rojo" pairs: without them "red" co-occurs with "el" as often as with
-            # "rojo", and eflomal (which samples, unseeded) linked red-el in about 1 run of 30
+            # bare "red car" / "coche rojo" pairs: without them "red" co-occurs with "el" as often as with "rojo"
             en += [["the", a, n], ["a", n], [a, n]]
             es += [["el", n_es, a_es], ["un", n_es], [n_es, a_es]]
-    links = align([["the", "red", "car"]], [["el", "coche", "rojo"]], extra=list(zip(en, es)) * 5)
-    # adjective-noun order swapped; eflomal samples, so the weaker adjective link may be missing, never wrong
-    assert {(0, 0), (2, 1)} <= links[0] <= {(0, 0), (1, 2), (2, 1)}
+    # eflomal samples from /dev/urandom (no seed): one fit in about 60-150 links red-el too, so the test reads the
+    # links most of five independent fits agree on, as a statement about the aligner rather than one draw of it
+    fits = [align([["the", "red", "car"]], [["el", "coche", "rojo"]], extra=list(zip(en, es)) * 5)[0]
+             for _ in range(5)]
+    agreed = {link for link in set().union(*fits) if sum(link in f for f in fits) >= 3}
+    # adjective-noun order swapped; the weaker adjective link may be missing, never wrong
+    assert {(0, 0), (2, 1)} <= agreed <= {(0, 0), (1, 2), (2, 1)}
