@@ -34,21 +34,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import platform
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import yaml
 
+import study_results
 from study_rows import by_name, can_run, chosen_rows, load_study, row_seeds
 from jobqueue import IDENTITY, RESULTS, RUNS, committed_results, git_commit, merge_rows, pretrain, train_evaluate, \
     trelm_base, wait_while_paused
-
-FINE_TUNE_METRICS = ("intent_acc", "slot_f1", "semantic_acc", "accuracy", "f1")
-
 
 def run_dir(name: str, seed: int) -> Path:
     return RUNS / name.format(seed=seed)
@@ -90,77 +86,9 @@ def run_row(row: dict, seed: int, data_dir: str) -> Path:
     return folder
 
 
-def result_rows(row: dict, seed: int) -> list[dict]:
-    """The result rows of one finished run: one per test language (fine-tuning), or the last evaluation of a
-    pre-training (its BLEU / loss / accuracy numbers)."""
-    folder = run_dir(row["name"], seed)
-    if not (folder / "results.json").exists():
-        return []
-    res = json.loads((folder / "results.json").read_text())
-    labels = {**row.get("labels", {}), "run": folder.name, "seed": seed}
-    if "stage" in row:
-        last = res["phases"][-1]["final_eval"]
-        phases = res["phases"]
-        return [{**labels, "dataset": "pretraining", "lang": "-",
-                 **{k: round(v, 4) for k, v in last.items() if isinstance(v, float)},
-                 "steps": sum(p["summary"]["step"] for p in phases),
-                 "train_seconds": round(sum(p["summary"]["train_seconds"] for p in phases), 1),
-                 "cpu": phases[-1]["summary"].get("cpu")}]
-    ts, keep = res["train_summary"], row.get("langs")
-    labels = {"method": res["method"], "task": res["task"], "dataset": res["dataset"], **labels}
-    config = folder / "config.yaml"
-    batch = (yaml.safe_load(config.read_text()) or {}).get("train", {}).get("batch_size") if config.exists() else None
-    logged = logged_windows(folder, row.get("train_metrics", []))
-    return [{**labels, "lang": lang,
-             **{k: round(m[k], 4) for k in FINE_TUNE_METRICS if k in m}, "n_test": m.get("n"), **logged,
-             "train_sentences": res.get("train_examples"), "steps": ts["step"], "best_step": res.get("best_step"),
-             **({"sentences_processed": ts["step"] * batch} if batch else {}),
-             "train_seconds": round(ts["train_seconds"], 1),
-             "tokens_per_second": round(ts["tokens_per_second"], 1) if ts.get("tokens_per_second") else None,
-             "peak_rss_mb": round(ts["peak_rss_mb"]) if ts.get("peak_rss_mb") else None, "cpu": ts.get("cpu")}
-            for lang, m in res["per_language"].items() if keep is None or lang in keep]
-
-
-def logged_windows(folder: Path, keys: list[str]) -> dict:
-    """A row's ``train_metrics``: each logged training quantity's mean over the first and the last evaluation
-    window of the run (metrics.jsonl keeps one mean per window), e.g. XeroAlign's align_task_grad_ratio."""
-    path = folder / "metrics.jsonl"
-    records = [json.loads(line) for line in path.read_text().splitlines()] if keys and path.exists() else []
-    out = {}
-    for key in keys:
-        values = [r[key] for r in records if key in r]
-        if values:
-            out |= {f"{key}_first_window": round(values[0], 4), f"{key}_last_window": round(values[-1], 4)}
-    return out
-
-
-def machine(rows: list[dict], seeds: list[int]) -> str:
-    """Where the runs ran, from their own records (CPU model, threads, device; a GPU's name)."""
-    for row in rows:
-        for seed in row_seeds(row, seeds):
-            folder = run_dir(row["name"], seed)
-            summary = folder / "train_summary.json"
-            if "stage" not in row and summary.exists():
-                ts = json.loads(summary.read_text())
-                where = f"{ts.get('cpu') or platform.processor() or platform.machine()}, {ts.get('threads')} CPU threads"
-                device = str(ts.get("device", "cpu"))
-                if device.startswith("cuda"):
-                    import torch
-
-                    where += f", GPU {torch.cuda.get_device_name(torch.device(device))}"
-                return f"{where}, device {device}"
-    return f"{platform.machine()}, device cpu"
-
-
-def imported_rows(study: dict) -> list[dict]:
-    """Rows a study takes from another benchmark's committed results (``imports``: ``results`` its name, ``where``
-    field values to match, ``labels`` set on each), e.g. the rows made before a fix."""
-    out = []
-    for imp in study.get("imports", []):
-        for r in committed_results(RESULTS, imp["results"]).get("rows", []):
-            if all(r.get(k) == v for k, v in imp.get("where", {}).items()):
-                out.append({**r, **imp.get("labels", {}), "source": f"benchmarks/results/{imp['results']}.json"})
-    return out
+def result_rows(row: dict, seed: int, study: dict | None = None) -> list[dict]:
+    """The result rows of one finished run of ``row`` (``study_results.result_rows``)."""
+    return study_results.result_rows(row, run_dir(row["name"], seed), seed, study)
 
 
 def collect(study: dict, seeds: list[int]) -> list[Path]:
@@ -176,8 +104,9 @@ def collect(study: dict, seeds: list[int]) -> list[Path]:
     written = []
     for name in files:
         mine = [r for r in study["rows"] if r.get("results", default) == name]
-        fresh = [x for row in mine for s in row_seeds(row, seeds) for x in result_rows(row, s)]
-        fresh += imported_rows(study) if name == default else []
+        fresh = [x for row in mine for s in row_seeds(row, seeds) for x in result_rows(row, s, study)]
+        fresh += [x for row in mine for x in study_results.file_rows(row, RUNS)]
+        fresh += study_results.imported_rows(study, RESULTS) if fresh and name == default else []
         committed = committed_results(RESULTS, name)
         if not fresh:  # no run of its rows here: the committed file stays as it is
             continue
@@ -185,7 +114,8 @@ def collect(study: dict, seeds: list[int]) -> list[Path]:
         rows = merge_rows(committed.get("rows", []), fresh, identity)
         out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "git_commit": git_commit(),
-               "machine": machine(mine, seeds) if fresh else committed.get("machine", ""),
+               "machine": study_results.machine([run_dir(r["name"], s) for r in mine if "config" in r
+                                                 for s in row_seeds(r, seeds)]),
                "model": study.get("model", "multilingual-e5-small"), "selection": study.get("selection", "source-dev"),
                "notes": study.get("notes", ""), "rows": rows}
         path = RESULTS / f"{name}.json"

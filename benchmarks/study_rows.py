@@ -8,6 +8,12 @@ from pathlib import Path
 import yaml
 
 STUDIES = Path(__file__).parent / "studies"
+# what a study and a row may say (benchmarks/study.py and study_results.py document each); anything else is a typo
+STUDY_KEYS = {"name", "rows", "expand", "notes", "imports", "identity", "results", "model", "selection", "labels",
+              "lang_sets", "report", "anchors"}
+ROW_KEYS = {"name", "config", "stage", "call", "args", "overrides", "seeds", "labels", "langs", "train_metrics", "each",
+            "extends", "then", "base_only", "manual", "evaluate", "results", "requires", "phases", "extract",
+            "rows_from"}
 
 
 def load_study(name: str) -> dict:
@@ -17,6 +23,11 @@ def load_study(name: str) -> dict:
         raise SystemExit(f"no study {name!r}: {path} does not exist (studies: "
                          f"{', '.join(sorted(p.stem for p in STUDIES.glob('*.yaml')))})")
     study = yaml.safe_load(path.read_text())
+    unknown = set(study) - STUDY_KEYS
+    unknown_in_rows = {k for r in study["rows"] for k in r} - ROW_KEYS
+    if unknown or unknown_in_rows:
+        raise SystemExit(f"{path}: unknown keys {sorted(unknown | unknown_in_rows)} (a study may say "
+                         f"{sorted(STUDY_KEYS)}, a row {sorted(ROW_KEYS)})")
     study["rows"] = expanded(study)
     names = [r["name"] for r in study["rows"]]
     if len(set(names)) != len(names):

@@ -112,3 +112,58 @@ def test_rows_expand_per_variant_and_extend_another_row():
     assert [(r["name"], r["overrides"]) for r in rows] == [("base-x", ["a=lx", "b=1"]), ("base-y", ["a=ly", "b=1"]),
                                                            ("more-y", ["a=ly", "b=1", "b=2"])]
     assert rows[2]["config"] == "c" and rows[2]["labels"] == {"v": "y"}
+
+
+def test_a_pretraining_gives_a_row_per_phase_and_its_extracted_rows(tmp_path, monkeypatch):
+    """``phases: each`` (one row per phase, ``{phase}`` in a label), ``extract`` (a TreLM base's alignment table),
+    ``lang_sets`` on fine-tuning rows only, ``rows_from`` of a probe, and the study's labels under a row's own."""
+    import study
+    import study_results
+
+    monkeypatch.setattr(study, "RUNS", tmp_path)
+    run = tmp_path / "pre"
+    (run / "base").mkdir(parents=True)
+    phase = lambda name, step: {"name": name, "final_eval": {"heldout_loss": 1.23456, "heldout_n": 7, "flag": True},  # noqa: E731
+                                "parameters": {"trainable": 10},
+                                "summary": {"step": step, "train_seconds": 2.0, "tokens_per_second": 5.0,
+                                            "peak_rss_mb": 9.4, "train_sentences": 3, "train_tokens": 30}}
+    (run / "results.json").write_text(json.dumps({"phases": [phase("head", 3), phase("all", 5)]}))
+    (run / "base" / "migration.json").write_text(json.dumps({
+        "test_dictionary": "muse/x.txt", "initialising_step": "identical_strings", "vocabulary": 50, "seconds": 1.0,
+        "precision_at_1": {"identity": {"all": 0.0, "different_strings": 0.0},
+                           "identical_strings": {"all": 0.5, "different_strings": None}}}))
+    spec = {"labels": {"method": "target_trained", "regime": "r"}, "lang_sets": {"seen": ["de"]}}
+    row = {"name": "pre", "stage": "pretrain-trelm-es", "phases": "each", "extract": "trelm_alignment",
+           "labels": {"method": "trelm_pretrain", "lang": "es", "variant": "after_{phase}"}}
+    rows = study.result_rows(row, 1, spec)
+    aligned, pre = rows[:2], rows[2:]
+    assert [(r["method"], r["step"], r["initialises_embeddings"], r["dataset"]) for r in aligned] == [
+        ("trelm_alignment", "identity", False, "muse/x.txt"), ("trelm_alignment", "identical_strings", True, "muse/x.txt")]
+    assert [(r["method"], r["variant"], r["phase"], r["steps"], r["heldout_loss"], r["heldout_n"], r["peak_rss_mb"])
+            for r in pre] == [("trelm_pretrain", "after_head", "head", 3, 1.2346, 7, 9),
+                              ("trelm_pretrain", "after_all", "all", 5, 1.2346, 7, 9)]
+    assert "flag" not in pre[0] and "seen" not in pre[0] and pre[0]["regime"] == "r"
+    last = study.result_rows({**row, "phases": None, "extract": None}, 1, spec)
+    assert len(last) == 1 and last[0]["steps"] == 8 and last[0]["heldout_loss"] == 1.2346
+
+    tuned = tmp_path / "ft-seed1"
+    tuned.mkdir()
+    (tuned / "results.json").write_text(json.dumps({
+        "method": "zero_shot", "task": "intent_slot", "dataset": "mtod", "best_step": 1,
+        "train_summary": {"step": 1, "train_seconds": 1.0}, "per_language": {"de": {"intent_acc": 1.0, "n": 1},
+                                                                            "ja": {"intent_acc": 0.0, "n": 1}}}))
+    got = study.result_rows({"name": "ft-seed{seed}", "config": "mtod-target-trained-es"}, 1, spec)
+    assert [(r["method"], r["lang"], r["seen"]) for r in got] == [("target_trained", "de", True),
+                                                                 ("target_trained", "ja", False)]
+    (tmp_path / "probe.json").write_text('[{"method": "probe", "lang": "de"}]')
+    assert study_results.file_rows({"rows_from": "probe.json"}, tmp_path) == [{"method": "probe", "lang": "de"}]
+    assert study_results.file_rows({"rows_from": "absent.json"}, tmp_path) == []
+
+
+def test_a_study_with_an_unknown_key_is_refused(tmp_path, monkeypatch):
+    import study_rows
+
+    (tmp_path / "s.yaml").write_text("name: s\nrows:\n  - {name: a, config: xsid-zero-shot, label: {x: 1}}\n")
+    monkeypatch.setattr(study_rows, "STUDIES", tmp_path)
+    with pytest.raises(SystemExit, match=r"unknown keys \['label'\]"):
+        study_rows.load_study("s")

@@ -82,10 +82,10 @@ def run_all(data_dir: str, runs: Path, variants: list[str] | None = None) -> Non
     runs/unicoder-probe.json, merged with the rows of earlier probes (the probe is deterministic: a variant's rows
     stay valid while its encoder is older than them; a pre-training no longer here keeps its committed rows)."""
     from study import load_study
-    from unicoder_report import seen_languages
 
+    study = load_study("unicoder")
     if variants is None:
-        variants = [r["labels"]["variant"] for r in load_study("unicoder")["rows"] if "stage" in r]
+        variants = [r["labels"]["variant"] for r in study["rows"] if "stage" in r]
     out = runs / "unicoder-probe.json"
     old = json.loads(out.read_text()) if out.exists() else []
 
@@ -93,5 +93,5 @@ def run_all(data_dir: str, runs: Path, variants: list[str] | None = None) -> Non
         done = runs / f"unicoder-{variant.replace('+', '-')}" / "results.json"
         return variant == "none" or (done.exists() and done.stat().st_mtime < out.stat().st_mtime)
     keep = frozenset(r["variant"] for r in old if unchanged(r["variant"]))
-    rows = [r for r in old if r["variant"] in keep] + probe(data_dir, runs, variants, seen_languages(runs), keep)
+    rows = [r for r in old if r["variant"] in keep] + probe(data_dir, runs, variants, set(study["lang_sets"]["seen"]), keep)
     out.write_text(json.dumps(rows, indent=1))

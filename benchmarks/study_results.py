@@ -1,0 +1,173 @@
+"""The result rows of a declared study's finished runs (``benchmarks/study.py`` collects them into
+``benchmarks/results/<name>.json``): what a row of the study YAML says about its results, read from its run folders.
+
+Keys of a study row used here:
+  labels        fields copied into each result row; ``{phase}`` in a label is the pre-training phase's name
+  langs         the test languages kept (default: all)
+  train_metrics logged training quantities reported as their first and last window's means
+  phases        ``each``: a pre-training gives one row per phase (default: one row, its last evaluation)
+  extract       the name of an ``EXTRACTORS`` entry: more rows read from the run folder (a TreLM base's alignment)
+  rows_from     a ``call`` row's output, a JSON list of rows under benchmarks/runs
+  then          ``{translate_test: {name, labels}}``: the run scored through a translator, as rows of its own
+Keys of the study: ``labels`` (every row's, a row's own win), ``lang_sets: {FIELD: [langs]}`` (FIELD = whether the
+row's language is in the list, e.g. the languages a pre-training read), ``imports`` (rows of another results file).
+"""
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+
+import yaml
+
+from jobqueue import committed_results
+
+FINE_TUNE_METRICS = ("intent_acc", "slot_f1", "semantic_acc", "accuracy", "f1")
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _rounded(values: dict, keep=lambda k: True) -> dict:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in values.items() if _number(v) and keep(k)}
+
+
+def fine_tune_rows(row: dict, folder: Path, res: dict, labels: dict) -> list[dict]:
+    """One row per test language of a fine-tuning's results (``res``: results.json or a translate-test's)."""
+    ts, keep = res["train_summary"], row.get("langs")
+    labels = {"method": res["method"], "task": res["task"], "dataset": res["dataset"], **labels}
+    config = folder / "config.yaml"
+    batch = (yaml.safe_load(config.read_text()) or {}).get("train", {}).get("batch_size") if config.exists() else None
+    logged = logged_windows(folder, row.get("train_metrics", []))
+    return [{**labels, "lang": lang,
+             **{k: round(m[k], 4) for k in FINE_TUNE_METRICS if k in m}, "n_test": m.get("n"), **logged,
+             "train_sentences": res.get("train_examples"), "steps": ts["step"], "best_step": res.get("best_step"),
+             **({"sentences_processed": ts["step"] * batch} if batch else {}),
+             "train_seconds": round(ts["train_seconds"], 1),
+             "tokens_per_second": round(ts["tokens_per_second"], 1) if ts.get("tokens_per_second") else None,
+             "peak_rss_mb": round(ts["peak_rss_mb"]) if ts.get("peak_rss_mb") else None, "cpu": ts.get("cpu")}
+            for lang, m in res["per_language"].items() if keep is None or lang in keep]
+
+
+def pretrain_rows(row: dict, res: dict, labels: dict) -> list[dict]:
+    """The last evaluation of a pre-training (BLEU / loss / accuracy; steps and time summed over the phases), or with
+    ``phases: each`` one row per phase: its evaluation, cost and trainable parameters."""
+    phases = res["phases"]
+    base = {"dataset": "pretraining", "lang": "-"}
+    if row.get("phases") != "each":
+        last = phases[-1]["final_eval"]
+        return [{**base, **labels, **{k: round(v, 4) for k, v in last.items() if isinstance(v, float)},
+                 "steps": sum(p["summary"]["step"] for p in phases),
+                 "train_seconds": round(sum(p["summary"]["train_seconds"] for p in phases), 1),
+                 "cpu": phases[-1]["summary"].get("cpu")}]
+    out = []
+    for phase in phases:
+        s = phase["summary"]
+        named = {k: v.replace("{phase}", phase["name"]) if isinstance(v, str) else v for k, v in labels.items()}
+        out.append({**base, **named, "phase": phase["name"], "steps": s["step"], **_rounded(phase["final_eval"]),
+                    "trainable_parameters": phase.get("parameters", {}).get("trainable"),
+                    **{k: s.get(k) for k in ("train_sentences", "train_tokens")},
+                    "train_seconds": round(s["train_seconds"], 1),
+                    "tokens_per_second": round(s["tokens_per_second"], 1) if s.get("tokens_per_second") else None,
+                    "peak_rss_mb": round(s["peak_rss_mb"]) if s.get("peak_rss_mb") else None,
+                    "device": s.get("device", "cpu"), "threads": s.get("threads")})
+    return out
+
+
+def trelm_alignment(folder: Path, labels: dict) -> list[dict]:
+    """A TreLM base's word-translation P@1 after each alignment step (base/migration.json; MUSE test split, CSLS)."""
+    path = folder / "base" / "migration.json"
+    if not path.exists():
+        return []
+    m = json.loads(path.read_text())
+    initialising = m.get("initialising_step", f"{m.get('initialised_by')}+procrustes")
+    return [{**labels, "method": "trelm_alignment", "dataset": m["test_dictionary"], "step": step,
+             "precision_at_1": round(p["all"], 4),
+             "precision_at_1_different_strings": None if p["different_strings"] is None
+             else round(p["different_strings"], 4),
+             "initialises_embeddings": step == initialising, "map_into": m.get("map_into", "english_model"),
+             "vocabulary": m["vocabulary"], "fasttext": m.get("fasttext", m.get("bridge", {}).get("fasttext_target")),
+             "seconds": round(m["seconds"], 1),
+             # the identical-strings step's diagnostic: maps fitted on half its anchors, retrieving the other half
+             **({"heldout_anchors": m["heldout_anchors"]} if step == "identical_strings" and "heldout_anchors" in m
+                else {})}
+            for step, p in m["precision_at_1"].items()]
+
+
+EXTRACTORS = {"trelm_alignment": trelm_alignment}
+
+
+def result_rows(row: dict, folder: Path, seed: int, study: dict | None = None) -> list[dict]:
+    """The result rows of one finished run: one per test language (fine-tuning; ``then`` a translate-test's too),
+    or its pre-training's evaluation(s); ``extract`` rows as soon as the run folder holds what they read."""
+    study = study or {}
+    labels = {**study.get("labels", {}), **row.get("labels", {}), "run": folder.name, "seed": seed}
+    rows = []
+    if row.get("extract"):
+        rows += EXTRACTORS[row["extract"]](folder, {k: v for k, v in labels.items() if k != "method"})
+    if not (folder / "results.json").exists():
+        return rows
+    res = json.loads((folder / "results.json").read_text())
+    if "stage" in row:
+        return rows + pretrain_rows(row, res, labels)
+    tuned = fine_tune_rows(row, folder, res, labels)
+    tt = row.get("then", {}).get("translate_test", {})
+    tt_file = folder / f"results-{tt.get('name')}.json"
+    if tt.get("labels") and tt_file.exists():
+        tt_res = {**json.loads(tt_file.read_text()), "train_summary": res["train_summary"]}
+        tuned += fine_tune_rows(row, folder, tt_res, {**labels, **tt["labels"]})
+    return rows + with_lang_sets(tuned, study)
+
+
+def with_lang_sets(rows: list[dict], study: dict) -> list[dict]:
+    for field, langs in study.get("lang_sets", {}).items():
+        for r in rows:
+            r[field] = r["lang"] in langs
+    return rows
+
+
+def logged_windows(folder: Path, keys: list[str]) -> dict:
+    """A row's ``train_metrics``: each logged training quantity's mean over the first and the last evaluation
+    window of the run (metrics.jsonl keeps one mean per window), e.g. XeroAlign's align_task_grad_ratio."""
+    path = folder / "metrics.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()] if keys and path.exists() else []
+    out = {}
+    for key in keys:
+        values = [r[key] for r in records if key in r]
+        if values:
+            out |= {f"{key}_first_window": round(values[0], 4), f"{key}_last_window": round(values[-1], 4)}
+    return out
+
+
+def machine(folders: list[Path]) -> str:
+    """Where the runs ran, from their own records (CPU model, threads, device; a GPU's name)."""
+    for folder in folders:
+        summary = folder / "train_summary.json"
+        if summary.exists():
+            ts = json.loads(summary.read_text())
+            where = f"{ts.get('cpu') or platform.processor() or platform.machine()}, {ts.get('threads')} CPU threads"
+            device = str(ts.get("device", "cpu"))
+            if device.startswith("cuda"):
+                import torch
+
+                where += f", GPU {torch.cuda.get_device_name(torch.device(device))}"
+            return f"{where}, device {device}"
+    return f"{platform.machine()}, device cpu"
+
+
+def imported_rows(study: dict, results: Path) -> list[dict]:
+    """Rows a study takes from another benchmark's committed results (``imports``: ``results`` its name, ``where``
+    field values to match, ``labels`` set on each), e.g. the shipped encoder's rows beside a pre-trained one's."""
+    out = []
+    for imp in study.get("imports", []):
+        for r in committed_results(results, imp["results"]).get("rows", []):
+            if all(r.get(k) == v for k, v in imp.get("where", {}).items()):
+                out.append({**r, **imp.get("labels", {}), "source": f"benchmarks/results/{imp['results']}.json"})
+    return with_lang_sets(out, study)
+
+
+def file_rows(row: dict, runs: Path) -> list[dict]:
+    """A ``call`` row's ``rows_from``: the JSON list of rows its probe wrote under benchmarks/runs."""
+    path = runs / row["rows_from"] if row.get("rows_from") else None
+    return json.loads(path.read_text()) if path and path.exists() else []
