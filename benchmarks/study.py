@@ -118,6 +118,8 @@ def collect(study: dict, seeds: list[int]) -> list[Path]:
                                                  for s in row_seeds(r, seeds)]),
                "model": study.get("model", "multilingual-e5-small"), "selection": study.get("selection", "source-dev"),
                "notes": study.get("notes", ""), "rows": rows}
+        # what the results file holds besides rows (learning curves, a selection table) stays as committed
+        out = {**out, **{k: v for k, v in committed.items() if k not in out}, "rows": rows}
         path = RESULTS / f"{name}.json"
         path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
         written.append(path)

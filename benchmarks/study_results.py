@@ -5,7 +5,8 @@ Keys of a study row used here:
   labels        fields copied into each result row; ``{phase}`` in a label is the pre-training phase's name
   langs         the test languages kept (default: all)
   train_metrics logged training quantities reported as their first and last window's means
-  phases        ``each``: a pre-training gives one row per phase (default: one row, its last evaluation)
+  phases        ``each``: a pre-training gives one row per phase; ``directions``: one per translation direction of
+                its last evaluation (TALL: BLEU, round-trip BLEU, copy rate); default: one row, its last evaluation
   extract       the name of an ``EXTRACTORS`` entry: more rows read from the run folder (a TreLM base's alignment)
   rows_from     a ``call`` row's output, a JSON list of rows under benchmarks/runs
   then          ``{translate_test: {name, labels}}``: the run scored through a translator, as rows of its own
@@ -55,6 +56,8 @@ def pretrain_rows(row: dict, res: dict, labels: dict) -> list[dict]:
     ``phases: each`` one row per phase: its evaluation, cost and trainable parameters."""
     phases = res["phases"]
     base = {"dataset": "pretraining", "lang": "-"}
+    if row.get("phases") == "directions":
+        return direction_rows(res, labels)
     if row.get("phases") != "each":
         last = phases[-1]["final_eval"]
         return [{**base, **labels, **{k: round(v, 4) for k, v in last.items() if isinstance(v, float)},
@@ -73,6 +76,33 @@ def pretrain_rows(row: dict, res: dict, labels: dict) -> list[dict]:
                     "peak_rss_mb": round(s["peak_rss_mb"]) if s.get("peak_rss_mb") else None,
                     "device": s.get("device", "cpu"), "threads": s.get("threads")})
     return out
+
+
+def direction_rows(res: dict, labels: dict) -> list[dict]:
+    """One row per direction a -> b of a translation pre-training's last evaluation (``bleu_{a}_{b}`` against a
+    reference, ``roundtrip_bleu_{a}`` a -> b -> a on held-out lines, ``identical_{a}_{b}`` the copy rate), with the
+    run's cost summed over its phases."""
+    from xlt.stages.translation_eval import tokenize_of
+
+    phases, last = res["phases"], res["phases"][-1]["final_eval"]
+    total = lambda key: sum(p["summary"][key] for p in phases)  # noqa: E731
+    seconds = total("train_seconds")
+    cost = {"steps": total("step"), "train_sentences": total("train_sentences"), "train_tokens": total("train_tokens"),
+            "train_seconds": round(seconds, 1),
+            "tokens_per_second": round(total("train_tokens") / seconds, 1) if seconds else None,
+            "peak_rss_mb": round(max(p["summary"]["peak_rss_mb"] for p in phases)),
+            "phases": "; ".join(f"{p['name']} {p['summary']['step']} steps {p['objectives']}" for p in phases),
+            "vocab_kept": res.get("vocab_kept"), "corpus_train_sentences": res["corpus"]["train_sequences"],
+            "cpu": phases[-1]["summary"].get("cpu")}
+    rows = []
+    for key in sorted(k for k in last if k.startswith("identical_")):
+        a, b = key.split("_")[1:]
+        rows.append({"dataset": "mono+reference", **labels, "lang": f"{a}-{b}",
+                     "bleu": round(last.get(f"bleu_{a}_{b}", float("nan")), 2), "bleu_tokenize": tokenize_of(b),
+                     **({"char_bleu": round(last[f"char_bleu_{a}_{b}"], 2)} if f"char_bleu_{a}_{b}" in last else {}),
+                     "roundtrip_bleu": round(last[f"roundtrip_bleu_{a}"], 2),
+                     "identical_rate": round(last[key], 3), **cost})
+    return rows
 
 
 def trelm_alignment(folder: Path, labels: dict) -> list[dict]:

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from jobqueue import RESULTS, RUNS, git_commit
-from tall_report import _nlu_rows, _pretrain_rows
+from study_results import direction_rows, fine_tune_rows
 
 SPLIT = (3, 8)  # the shipped recipe's 600 : 1600 steps
 
@@ -82,6 +82,19 @@ def cpu_sentences(pair: str = "en-ja") -> int | None:
                  and r.get("lang") == "en-ja" and r.get("variant") == "none"), None)
 
 
+def learning_curve(run: Path, pair: str, variant: str) -> list[dict]:
+    """BLEU and losses at every evaluation of a pre-training (its phases' metrics.jsonl), steps counted across phases."""
+    res, curve, offset = json.loads((run / "results.json").read_text()), [], 0
+    for i, phase in enumerate(res["phases"]):
+        for line in (run / f"phase{i + 1}-{phase['name']}" / "metrics.jsonl").read_text().splitlines():
+            ev = json.loads(line)
+            curve.append({"pair": pair, "variant": variant, "phase": phase["name"], "step": offset + ev["step"],
+                          **{k: round(v, 2) for k, v in ev.items() if "bleu" in k or k.endswith("_loss")},
+                          "samples": ev.get("samples", [])[:4]})
+        offset += phase["summary"]["step"]
+    return curve
+
+
 def main() -> None:
     import torch
 
@@ -110,7 +123,9 @@ def main() -> None:
           f"planned {steps[0]} + {steps[1]} steps", flush=True)
     run = pretrain(stage_config(args.data_dir, f"tall-scale-{pair}", steps, args.batch_size, args.precision,
                                 args.seed, (), pair))
-    pre_rows, curve = _pretrain_rows(run, pair, "scale")
+    labels = {"method": "tall_pretrain", "dataset": "mono+tatoeba", "seed": 1, "variant": "scale"}
+    pre_rows = direction_rows(json.loads((run / "results.json").read_text()), labels)
+    curve = learning_curve(run, pair, "scale")
     cpu = cpu_sentences(pair)
     for r in pre_rows:  # the synthetic CPU row states steps, not sentences: steps x batch on both sides there
         done = r["train_sentences"] if pair == "en-ja" else r["steps"] * args.batch_size
@@ -135,7 +150,10 @@ def main() -> None:
         f"train.eval_every={min(250, args.nlu_steps)}",
         # the synthetic rows are new vocabulary: they must learn in fine-tuning too (the synthetic study's common overrides)
         *(["model.freeze_embeddings=false"] if pair != "en-ja" else [])])
-    out["rows"] = pre_rows + _nlu_rows(train_evaluate(cfg), pair, "scale")
+    tuned = train_evaluate(cfg)
+    out["rows"] = pre_rows + fine_tune_rows({}, tuned, json.loads((tuned / "results.json").read_text()), {
+        "method": "tall", "seed": args.seed, "regime": "equal_steps", "variant": "scale", "pair": pair,
+        "readout": "shifted"})
     write(out, start)
 
 

@@ -167,3 +167,19 @@ def test_a_study_with_an_unknown_key_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(study_rows, "STUDIES", tmp_path)
     with pytest.raises(SystemExit, match=r"unknown keys \['label'\]"):
         study_rows.load_study("s")
+
+
+def test_a_translation_pretraining_gives_a_row_per_direction():
+    """``phases: directions`` (TALL): BLEU, round-trip BLEU and copy rate of each direction, cost over the phases."""
+    import study_results
+
+    summary = {"step": 2, "train_sentences": 64, "train_tokens": 100, "train_seconds": 10.0, "peak_rss_mb": 5.0}
+    last = {"bleu_en_ja": 2.214, "char_bleu_en_ja": 9.87, "bleu_ja_en": 1.0, "roundtrip_bleu_en": 3.0,
+            "roundtrip_bleu_ja": 4.0, "identical_en_ja": 0.5, "identical_ja_en": 0.25, "samples": []}
+    res = {"phases": [{"name": "dae", "objectives": {"dae": 1.0}, "summary": summary, "final_eval": {}},
+                      {"name": "dae-bt", "objectives": {"dae": 1.0, "bt": 1.0}, "summary": summary,
+                       "final_eval": last}], "corpus": {"train_sequences": 7}}
+    rows = study_results.direction_rows(res, {"method": "tall_pretrain", "variant": "none"})
+    assert [(r["lang"], r["bleu"], r.get("char_bleu"), r["roundtrip_bleu"], r["identical_rate"], r["bleu_tokenize"])
+            for r in rows] == [("en-ja", 2.21, 9.87, 3.0, 0.5, "ja-mecab"), ("ja-en", 1.0, None, 4.0, 0.25, "13a")]
+    assert (rows[0]["steps"], rows[0]["train_sentences"], rows[0]["tokens_per_second"]) == (4, 128, 10.0)
