@@ -2,7 +2,8 @@
 ``benchmarks/results/<name>.json``): what a row of the study YAML says about its results, read from its run folders.
 
 Keys of a study row used here:
-  labels        fields copied into each result row; ``{phase}`` in a label is the pre-training phase's name
+  labels        fields copied into each result row; ``{phase}`` in a label is the pre-training phase's name; a list
+                gives the row once per value (a paired run in two compute regimes)
   langs         the test languages kept (default: all)
   train_metrics logged training quantities reported as their first and last window's means
   phases        ``each``: a pre-training gives one row per phase; ``directions``: one per translation direction of
@@ -132,6 +133,10 @@ def result_rows(row: dict, folder: Path, seed: int, study: dict | None = None) -
     """The result rows of one finished run: one per test language (fine-tuning; ``then`` a translate-test's too),
     or its pre-training's evaluation(s); ``extract`` rows as soon as the run folder holds what they read."""
     study = study or {}
+    for key, value in row.get("labels", {}).items():
+        if isinstance(value, list):  # the run's rows once per value (a paired run in two compute regimes)
+            return [x for v in value for x in result_rows({**row, "labels": {**row["labels"], key: v}}, folder, seed,
+                                                          study)]
     labels = {**study.get("labels", {}), **row.get("labels", {}), "run": folder.name, "seed": seed}
     rows = []
     if row.get("extract"):
@@ -148,6 +153,7 @@ def result_rows(row: dict, folder: Path, seed: int, study: dict | None = None) -
         tt_res = {**json.loads(tt_file.read_text()), "train_summary": res["train_summary"]}
         tuned += fine_tune_rows(row, folder, tt_res, {**labels, **tt["labels"]})
     return rows + with_lang_sets(tuned, study)
+
 
 
 def with_lang_sets(rows: list[dict], study: dict) -> list[dict]:

@@ -158,6 +158,9 @@ def test_a_pretraining_gives_a_row_per_phase_and_its_extracted_rows(tmp_path, mo
     (tmp_path / "probe.json").write_text('[{"method": "probe", "lang": "de"}]')
     assert study_results.file_rows({"rows_from": "probe.json"}, tmp_path) == [{"method": "probe", "lang": "de"}]
     assert study_results.file_rows({"rows_from": "absent.json"}, tmp_path) == []
+    both = study.result_rows({"name": "ft-seed{seed}", "config": "x", "langs": ["de"],
+                              "labels": {"regime": ["equal_steps", "equal_sentences"]}}, 1, spec)
+    assert [r["regime"] for r in both] == ["equal_steps", "equal_sentences"]
 
 
 def test_a_study_with_an_unknown_key_is_refused(tmp_path, monkeypatch):
