@@ -91,6 +91,12 @@ def result_rows(row: dict, seed: int, study: dict | None = None) -> list[dict]:
     return study_results.result_rows(row, run_dir(row["name"], seed), seed, study)
 
 
+def notes_of(study: dict, results: str) -> str:
+    """The study's ``notes``, or with one per results file (``{"*": shared, NAME: its own}``) the shared + its own."""
+    notes = study.get("notes", "")
+    return notes if isinstance(notes, str) else " ".join(filter(None, (notes.get("*"), notes.get(results))))
+
+
 def collect(study: dict, seeds: list[int]) -> list[Path]:
     """Rewrite the study's results file(s) from its finished runs, keeping committed rows no run replaces."""
     if study.get("report"):
@@ -117,7 +123,7 @@ def collect(study: dict, seeds: list[int]) -> list[Path]:
                "machine": study_results.machine([run_dir(r["name"], s) for r in mine if "config" in r
                                                  for s in row_seeds(r, seeds)]),
                "model": study.get("model", "multilingual-e5-small"), "selection": study.get("selection", "source-dev"),
-               "notes": study.get("notes", ""), "rows": rows}
+               "notes": notes_of(study, name), "rows": rows}
         # what the results file holds besides rows (learning curves, a selection table) stays as committed
         out = {**out, **{k: v for k, v in committed.items() if k not in out}, "rows": rows}
         path = RESULTS / f"{name}.json"

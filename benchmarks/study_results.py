@@ -11,6 +11,7 @@ Keys of a study row used here:
   extract       the name of an ``EXTRACTORS`` entry: more rows read from the run folder (a TreLM base's alignment)
   rows_from     a ``call`` row's output, a JSON list of rows under benchmarks/runs
   then          ``{translate_test: {name, labels}}``: the run scored through a translator, as rows of its own
+  evaluate      false (a hyper-parameter probe: no test sets): one row, its best source-dev selection value
 Keys of the study: ``labels`` (every row's, a row's own win), ``lang_sets: {FIELD: [langs]}`` (FIELD = whether the
 row's language is in the list, e.g. the languages a pre-training read), ``imports`` (rows of another results file).
 """
@@ -24,7 +25,7 @@ import yaml
 
 from jobqueue import committed_results
 
-FINE_TUNE_METRICS = ("intent_acc", "slot_f1", "semantic_acc", "accuracy", "f1")
+FINE_TUNE_METRICS = ("intent_acc", "slot_f1", "semantic_acc", "accuracy", "f1", "precision", "recall")
 
 
 def _number(v) -> bool:
@@ -35,12 +36,30 @@ def _rounded(values: dict, keep=lambda k: True) -> dict:
     return {k: round(v, 4) if isinstance(v, float) else v for k, v in values.items() if _number(v) and keep(k)}
 
 
+def _train_config(folder: Path) -> dict:
+    config = folder / "config.yaml"
+    return (yaml.safe_load(config.read_text()) or {}) if config.exists() else {}
+
+
+def probe_row(folder: Path, labels: dict) -> list[dict]:
+    """A run without test sets (``evaluate: false``): its best selection value on the source-language dev set."""
+    path = folder / "metrics.jsonl"
+    if not (folder / "train_summary.json").exists() or not path.exists():
+        return []
+    records = [r for r in map(json.loads, path.read_text().splitlines()) if "selection_value" in r]
+    best = max(records, key=lambda r: r["selection_value"])
+    cfg = _train_config(folder)
+    return [{"dataset": cfg.get("data", {}).get("dataset"), **labels, "lang": cfg.get("data", {}).get("source_lang"),
+             "split": "dev", "steps": records[-1]["step"], "best_step": best["step"],
+             "selection_value": round(best["selection_value"], 4), "lr": str(cfg.get("train", {}).get("lr"))}]
+
+
 def fine_tune_rows(row: dict, folder: Path, res: dict, labels: dict) -> list[dict]:
     """One row per test language of a fine-tuning's results (``res``: results.json or a translate-test's)."""
     ts, keep = res["train_summary"], row.get("langs")
     labels = {"method": res["method"], "task": res["task"], "dataset": res["dataset"], **labels}
-    config = folder / "config.yaml"
-    batch = (yaml.safe_load(config.read_text()) or {}).get("train", {}).get("batch_size") if config.exists() else None
+    train = _train_config(folder).get("train", {})
+    batch = train.get("batch_size")
     logged = logged_windows(folder, row.get("train_metrics", []))
     return [{**labels, "lang": lang,
              **{k: round(m[k], 4) for k in FINE_TUNE_METRICS if k in m}, "n_test": m.get("n"), **logged,
@@ -48,7 +67,8 @@ def fine_tune_rows(row: dict, folder: Path, res: dict, labels: dict) -> list[dic
              **({"sentences_processed": ts["step"] * batch} if batch else {}),
              "train_seconds": round(ts["train_seconds"], 1),
              "tokens_per_second": round(ts["tokens_per_second"], 1) if ts.get("tokens_per_second") else None,
-             "peak_rss_mb": round(ts["peak_rss_mb"]) if ts.get("peak_rss_mb") else None, "cpu": ts.get("cpu")}
+             "peak_rss_mb": round(ts["peak_rss_mb"]) if ts.get("peak_rss_mb") else None, "cpu": ts.get("cpu"),
+             **({"lr": str(train["lr"])} if "lr" in train else {})}
             for lang, m in res["per_language"].items() if keep is None or lang in keep]
 
 
@@ -138,6 +158,8 @@ def result_rows(row: dict, folder: Path, seed: int, study: dict | None = None) -
             return [x for v in value for x in result_rows({**row, "labels": {**row["labels"], key: v}}, folder, seed,
                                                           study)]
     labels = {**study.get("labels", {}), **row.get("labels", {}), "run": folder.name, "seed": seed}
+    if row.get("evaluate") is False:
+        return probe_row(folder, labels)
     rows = []
     if row.get("extract"):
         rows += EXTRACTORS[row["extract"]](folder, {k: v for k, v in labels.items() if k != "method"})

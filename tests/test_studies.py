@@ -186,3 +186,46 @@ def test_a_translation_pretraining_gives_a_row_per_direction():
     assert [(r["lang"], r["bleu"], r.get("char_bleu"), r["roundtrip_bleu"], r["identical_rate"], r["bleu_tokenize"])
             for r in rows] == [("en-ja", 2.21, 9.87, 3.0, 0.5, "ja-mecab"), ("ja-en", 1.0, None, 4.0, 0.25, "13a")]
     assert (rows[0]["steps"], rows[0]["train_sentences"], rows[0]["tokens_per_second"]) == (4, 128, 10.0)
+
+
+@pytest.mark.parametrize("study_name,run_name,results_name,method,dataset,replaces", [
+    ("tasks", "xnli-zero-shot-seed1", "xnli", "zero_shot", "xnli", True),
+    ("xeroalign-filter", "xsid-xeroalign-da-seed1", "xeroalign-filter", "xeroalign", "xsid", True),
+    ("unicoder", "xsid-unicoder-all5-seed1", "unicoder", "zero_shot", "xsid", True),
+    # the committed TALL rows read each token at its own position: a run with the fixed read-out sits beside them
+    ("tall", "xsid-tall-en-de-none-seed1", "tall", "tall", "xsid", False)])
+def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_name, run_name, results_name, method,
+                                                 dataset, replaces):
+    """The rows a study's run makes now carry the identity of the committed rows that run made before: they replace
+    them (the other runs' rows and the file's other keys stay; a zero-shot run's translate-test rows too)."""
+    import shutil
+
+    import study
+
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    runs.mkdir()
+    shutil.copytree(ROOT / "benchmarks" / "results", results)
+    monkeypatch.setattr(study, "RUNS", runs)
+    monkeypatch.setattr(study, "RESULTS", results)
+    committed = json.loads((results / f"{results_name}.json").read_text())
+    spec = study.load_study(study_name)
+    labels = {**spec.get("labels", {}), **study.by_name(spec)[run_name.replace("-seed1", "")].get("labels", {})}
+    regimes = labels.get("regime") if isinstance(labels.get("regime"), list) else [labels.get("regime")]
+    langs = sorted({r["lang"] for r in committed["rows"] if r["method"] == labels.get("method", method)
+                    and r["dataset"] == dataset and r.get("seed") == 1 and r.get("variant") == labels.get("variant")
+                    and r.get("regime") in regimes})
+    assert langs, "no committed rows of this run to replace"
+    run = runs / run_name
+    run.mkdir()
+    res = {"method": method, "task": "t", "dataset": dataset, "best_step": 1,
+           "train_summary": {"step": 1, "train_seconds": 1.0},
+           "per_language": {lang: {"accuracy": 0.5, "intent_acc": 0.5, "n": 1} for lang in langs}}
+    (run / "results.json").write_text(json.dumps(res))
+    (run / "results-translate-test-es.json").write_text(json.dumps({**res, "per_language": {"es": {"accuracy": 0.5,
+                                                                                                    "n": 1}}}))
+    study.collect(spec, [1])
+    written = json.loads((results / f"{results_name}.json").read_text())
+    fresh = [r for r in written["rows"] if r.get("run") == run_name]
+    assert len(fresh) == len(langs) * len(regimes) + (study_name == "tasks")  # + translate-test es
+    assert len(written["rows"]) == len(committed["rows"]) + (0 if replaces else len(fresh))
+    assert {k for k in committed if k not in ("created", "git_commit", "machine", "notes")} <= set(written)
