@@ -65,8 +65,8 @@ EXTRA: dict[str, list[str]] = {"config": [], "stage": []}
 
 
 def run_row(row: dict, seed: int, data_dir: str) -> Path:
-    """Train one row (resuming), then ``then: {translate_test: {langs, overrides, name}}``: the run also scored
-    through a translator at test time, into results-{name}.json."""
+    """Train one row (resuming), then ``then: {translate_test: {langs, overrides, name}}`` (or a list of them): the
+    run also scored through a translator at test time, into results-{name}.json."""
     from xlt.config import find_config, load_config, load_stage_config
     from xlt.evaluation import evaluate_run
 
@@ -80,9 +80,9 @@ def run_row(row: dict, seed: int, data_dir: str) -> Path:
         return trelm_base(cfg) if row.get("base_only") else pretrain(cfg)
     folder = train_evaluate(load_config(find_config(row["config"]), overrides + EXTRA["config"]),
                             evaluate=row.get("evaluate", True))
-    tt = row.get("then", {}).get("translate_test")
-    if tt and not (folder / f"results-{tt['name']}.json").exists():
-        evaluate_run(folder, tt["langs"], "test", "translate_test", tt.get("overrides", []), tt["name"])
+    for tt in study_results.translate_tests(row):
+        if not (folder / f"results-{tt['name']}.json").exists():
+            evaluate_run(folder, tt["langs"], "test", "translate_test", tt.get("overrides", []), tt["name"])
     return folder
 
 

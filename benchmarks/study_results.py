@@ -169,12 +169,18 @@ def result_rows(row: dict, folder: Path, seed: int, study: dict | None = None) -
     if "stage" in row:
         return rows + pretrain_rows(row, res, labels)
     tuned = fine_tune_rows(row, folder, res, labels)
-    tt = row.get("then", {}).get("translate_test", {})
-    tt_file = folder / f"results-{tt.get('name')}.json"
-    if tt.get("labels") and tt_file.exists():
-        tt_res = {**json.loads(tt_file.read_text()), "train_summary": res["train_summary"]}
-        tuned += fine_tune_rows(row, folder, tt_res, {**labels, **tt["labels"]})
+    for tt in translate_tests(row):
+        tt_file = folder / f"results-{tt['name']}.json"
+        if tt.get("labels") and tt_file.exists():
+            tt_res = {**json.loads(tt_file.read_text()), "train_summary": res["train_summary"]}
+            tuned += fine_tune_rows({**row, "langs": tt["langs"]}, folder, tt_res, {**labels, **tt["labels"]})
     return rows + with_lang_sets(tuned, study)
+
+
+def translate_tests(row: dict) -> list[dict]:
+    """A row's ``then: {translate_test: ...}``, one or a list: the run scored through a translator at test time."""
+    tt = row.get("then", {}).get("translate_test", [])
+    return tt if isinstance(tt, list) else [tt]
 
 
 

@@ -190,6 +190,7 @@ def test_a_translation_pretraining_gives_a_row_per_direction():
 
 @pytest.mark.parametrize("study_name,run_name,results_name,method,dataset,replaces", [
     ("tasks", "xnli-zero-shot-seed1", "xnli", "zero_shot", "xnli", True),
+    ("translation", "xsid-zero-shot-seed1", "translation", "zero_shot", "xsid", True),
     ("xeroalign-filter", "xsid-xeroalign-da-seed1", "xeroalign-filter", "xeroalign", "xsid", True),
     ("unicoder", "xsid-unicoder-all5-seed1", "unicoder", "zero_shot", "xsid", True),
     # the committed TALL rows read each token at its own position: a run with the fixed read-out sits beside them
@@ -201,6 +202,7 @@ def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_na
     import shutil
 
     import study
+    import study_results
 
     runs, results = tmp_path / "runs", tmp_path / "results"
     runs.mkdir()
@@ -209,7 +211,8 @@ def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_na
     monkeypatch.setattr(study, "RESULTS", results)
     committed = json.loads((results / f"{results_name}.json").read_text())
     spec = study.load_study(study_name)
-    labels = {**spec.get("labels", {}), **study.by_name(spec)[run_name.replace("-seed1", "")].get("labels", {})}
+    row = study.by_name(spec)[run_name.replace("-seed1", "")]
+    labels = {**spec.get("labels", {}), **row.get("labels", {})}
     regimes = labels.get("regime") if isinstance(labels.get("regime"), list) else [labels.get("regime")]
     langs = sorted({r["lang"] for r in committed["rows"] if r["method"] == labels.get("method", method)
                     and r["dataset"] == dataset and r.get("seed") == 1 and r.get("variant") == labels.get("variant")
@@ -221,11 +224,13 @@ def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_na
            "train_summary": {"step": 1, "train_seconds": 1.0},
            "per_language": {lang: {"accuracy": 0.5, "intent_acc": 0.5, "n": 1} for lang in langs}}
     (run / "results.json").write_text(json.dumps(res))
-    (run / "results-translate-test-es.json").write_text(json.dumps({**res, "per_language": {"es": {"accuracy": 0.5,
-                                                                                                    "n": 1}}}))
+    tests = study_results.translate_tests(row)
+    for tt in tests:
+        (run / f"results-{tt['name']}.json").write_text(json.dumps({**res, "per_language": {
+            lang: {"accuracy": 0.5, "intent_acc": 0.5, "n": 1} for lang in tt["langs"]}}))
     study.collect(spec, [1])
     written = json.loads((results / f"{results_name}.json").read_text())
     fresh = [r for r in written["rows"] if r.get("run") == run_name]
-    assert len(fresh) == len(langs) * len(regimes) + (study_name == "tasks")  # + translate-test es
+    assert len(fresh) == len(langs) * len(regimes) + sum(len(tt["langs"]) for tt in tests)
     assert len(written["rows"]) == len(committed["rows"]) + (0 if replaces else len(fresh))
     assert {k for k in committed if k not in ("created", "git_commit", "machine", "notes")} <= set(written)

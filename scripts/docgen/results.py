@@ -67,8 +67,8 @@ SCRIPTS = {
     "tall-scale": "BUDGET=170 BATCH=1024 bash benchmarks/gpu_run.sh COMMIT tall 330 (on a GPU: "
                   "benchmarks/tall_scale.py)",
     "synthetic-basin": "python benchmarks/synthetic_basin.py --data-dir ../shared/data (at commit 1389b2d; removed since: git keeps it)",
-    "translation": "python benchmarks/translation.py --data-dir ../shared/data",
-    "translation-throughput": "python benchmarks/translation.py --data-dir ../shared/data",
+    "translation": "python benchmarks/study.py translation --data-dir ../shared/data",
+    "translation-throughput": "python benchmarks/study.py translation --only translation-throughput",
     "trelm": "python benchmarks/study.py trelm --data-dir ../shared/data",
     "unicoder": "python benchmarks/study.py unicoder --data-dir ../shared/data",
     "xeroalign-filter": "python benchmarks/study.py xeroalign-filter --data-dir ../shared/data",
