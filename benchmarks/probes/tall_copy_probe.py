@@ -14,7 +14,9 @@ held-out teacher-forced loss and accuracy along the way:
 - ``pre_ln``: pre-LN decoder layers + a final LayerNorm (post-LN layers need long warm-ups at large learning rates,
   Xiong et al. 2020);
 - ``memory_layer_K``: the decoder attends to encoder layer K's states instead of the last (12th) layer's, which
-  have lost most of each token's identity; ``memory_mix``: to a learned mix of all 13 (issue 101).
+  have lost most of each token's identity; ``memory_mix``: to a learned mix of all 13 (issue 101);
+- ``encoder_positions``: the decoder's position embeddings and input LayerNorm start from the encoder's, so a
+  decoder position and the memory position of the same index share a vector (a copy is a match on position).
 
     python benchmarks/probes/tall_copy_probe.py --data-dir ../shared/data [--steps 200] [--variants shipped pre_ln]
 
@@ -35,7 +37,12 @@ from torch import nn
 VARIANTS = {"shipped": {}, "no_noise": {"noise": False}, "memory_norm": {"memory_norm": True},
             "pre_ln": {"pre_ln": True}, "pre_ln+memory_norm": {"pre_ln": True, "memory_norm": True},
             # the encoder states the decoder attends to (options.memory_layer / memory_mix; shipped: layer 12)
-            **{f"memory_layer_{k}": {"memory_layer": k} for k in (0, 3, 6, 9)}, "memory_mix": {"memory_mix": True}}
+            **{f"memory_layer_{k}": {"memory_layer": k} for k in (0, 3, 6, 9)}, "memory_mix": {"memory_mix": True},
+            # the decoder's positions and input LayerNorm from the encoder's (xlt.models.decoder.init_inputs_from_encoder)
+            "memory_layer_3+encoder_positions": {"memory_layer": 3, "encoder_positions": True},
+            "encoder_positions": {"encoder_positions": True},
+            "no_noise+memory_layer_0+encoder_positions": {"noise": False, "memory_layer": 0, "encoder_positions": True},
+            "no_noise+memory_layer_0": {"noise": False, "memory_layer": 0}}
 OUT = Path(__file__).parent / "results" / "tall-copy-probe.json"
 
 
@@ -61,7 +68,7 @@ def run_variant(name: str, encoder, train: list[list[int]], heldout: list[list[i
     from xlt.core.batching import pad_ids
     from xlt.core.loop import linear_warmup_decay
     from xlt.losses.seq2seq import add_noise
-    from xlt.models.decoder import DecoderSettings, TiedDecoder
+    from xlt.models.decoder import DecoderSettings, TiedDecoder, init_inputs_from_encoder
 
     v = VARIANTS[name]
     torch.manual_seed(seed)
@@ -70,6 +77,8 @@ def run_variant(name: str, encoder, train: list[list[int]], heldout: list[list[i
                                memory_layer=v.get("memory_layer", -1),
                                memory_mix=c.num_hidden_layers + 1 if v.get("memory_mix") else 0)
     decoder = TiedDecoder(c.hidden_size, len(kept), settings, c.layer_norm_eps)
+    if v.get("encoder_positions"):
+        init_inputs_from_encoder(decoder, encoder)
     memory_norm = nn.LayerNorm(c.hidden_size) if v.get("memory_norm") else nn.Identity()
     # the output projection over the pieces of this text only (as the stage's trimmed vocabulary)
     embeddings = nn.Embedding.from_pretrained(encoder.get_input_embeddings().weight[kept].detach(), freeze=True)

@@ -177,11 +177,7 @@ def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
         raise ConfigError(f"decoder_init=encoder: the decoder must have the encoder's heads ({c.num_attention_heads})"
                           f" and feed-forward size ({c.intermediate_size}) and at most its {len(layers)} layers; "
                           f"got heads {s.heads}, ffn {s.ffn}, layers {s.layers}")
-    emb, offset = encoder.embeddings, family.position_offset  # RoBERTa: position 0 is row 2
-    n = min(s.max_positions, emb.position_embeddings.weight.shape[0] - offset)
-    extra = emb.token_type_embeddings.weight[0] if hasattr(emb, "token_type_embeddings") else 0.0
-    decoder.positions.weight[:n] = emb.position_embeddings.weight[offset:offset + n] + extra
-    decoder.norm.load_state_dict(emb.LayerNorm.state_dict())
+    init_inputs_from_encoder(decoder, encoder)
     for mine, theirs in zip(decoder.layers.layers, layers):
         att = theirs.attention
         mine.self_attn.in_proj_weight.copy_(torch.cat([att.self.query.weight, att.self.key.weight,
@@ -192,3 +188,17 @@ def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
         mine.linear1.load_state_dict(theirs.intermediate.dense.state_dict())
         mine.linear2.load_state_dict(theirs.output.dense.state_dict())
         mine.norm3.load_state_dict(theirs.output.LayerNorm.state_dict())
+
+
+@torch.no_grad()
+def init_inputs_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
+    """The decoder's position embeddings (+ token type 0) and input LayerNorm from the encoder's embedding layer: the
+    decoder's inputs are then built as the encoder's layer-0 states are, position t with the encoder's own vector for
+    t, so cross-attention can match a decoder position to a memory position from the first step."""
+    from xlt.models.families import family_of
+
+    emb, offset = encoder.embeddings, family_of(encoder).position_offset  # RoBERTa: position 0 is row 2
+    n = min(decoder.settings.max_positions, emb.position_embeddings.weight.shape[0] - offset)
+    extra = emb.token_type_embeddings.weight[0] if hasattr(emb, "token_type_embeddings") else 0.0
+    decoder.positions.weight[:n] = emb.position_embeddings.weight[offset:offset + n] + extra
+    decoder.norm.load_state_dict(emb.LayerNorm.state_dict())
