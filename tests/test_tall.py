@@ -121,6 +121,21 @@ def test_decoder_starts_from_the_encoder_layers(xlt_home):
         init_from_encoder(pre_ln, encoder)
 
 
+def test_decoder_inputs_start_from_the_encoder_embedding_layer(xlt_home):
+    """decoder_init=inputs: positions (+ token type 0) and the input LayerNorm are the encoder's; every layer stays
+    new (and the decoder may have other heads than the encoder)."""
+    from xlt.models.decoder import init_inputs_from_encoder
+
+    encoder, _, _ = zoo.load_encoder("tiny-random")
+    c, emb = encoder.config, encoder.embeddings
+    dec = TiedDecoder(c.hidden_size, 50, DecoderSettings(layers=1, heads=1, max_positions=20))
+    layer_before = dec.layers.layers[0].self_attn.in_proj_weight.clone()
+    init_inputs_from_encoder(dec, encoder)
+    assert torch.allclose(dec.positions.weight, emb.position_embeddings.weight[:20] + emb.token_type_embeddings.weight[0])
+    assert torch.equal(dec.norm.weight, emb.LayerNorm.weight) and torch.equal(dec.norm.bias, emb.LayerNorm.bias)
+    assert torch.equal(dec.layers.layers[0].self_attn.in_proj_weight, layer_before)
+
+
 def test_greedy_decode_stays_in_allowed_tokens_and_stops():
     emb, dec = tiny_decoder()
     memory, mask = torch.randn(3, 4, 32), torch.ones(3, 4, dtype=torch.long)

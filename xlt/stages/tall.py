@@ -30,7 +30,7 @@ from xlt.core.vocab import token_id
 from xlt.errors import ConfigError
 from xlt.fidelity import Deviation
 from xlt.losses.seq2seq import BackTranslation, DenoisingAutoEncoder, add_noise
-from xlt.models.decoder import DecoderSettings, TiedDecoder, init_from_encoder
+from xlt.models.decoder import DecoderSettings, TiedDecoder, init_from_encoder, init_inputs_from_encoder
 from xlt.models.families import layer_norm_eps
 from xlt.stages import PretrainModel, Stage
 from xlt.stages.translation_eval import TranslationEval, read_lines
@@ -42,9 +42,10 @@ class TallOptions:
     decoder_layers: int = positive(2)  # layers of the new decoder
     decoder_heads: int = positive(6)  # attention heads of each decoder layer
     decoder_ffn: int = positive(1536)  # feed-forward width of each decoder layer
-    # "random": all new; "encoder": self-attention and feed-forward layers from the encoder's first layers (XLM's
-    # recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
-    decoder_init: Literal["random", "encoder"] = "random"
+    # "random": all new; "inputs": the decoder's position embeddings and input LayerNorm from the encoder's (XLM
+    # shares them), layers new; "encoder": also the self-attention and feed-forward layers from the encoder's first
+    # layers (XLM's recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
+    decoder_init: Literal["random", "inputs", "encoder"] = "random"
     decoder_norm_first: bool = False  # pre-LN decoder layers (see DecoderSettings.norm_first)
     # the encoder states the decoder attends to: -1 the last layer's (the paper's); k the output of layer k (0: the
     # embeddings); memory_mix: a learned softmax-weighted mix of all of them instead (TiedDecoder.memory)
@@ -131,6 +132,8 @@ class Tall(Stage):
         decoder = TiedDecoder(c.hidden_size, self.vocab, settings, layer_norm_eps(c))
         if o.decoder_init == "encoder":
             init_from_encoder(decoder, encoder)
+        elif o.decoder_init == "inputs":
+            init_inputs_from_encoder(decoder, encoder)
         return {"decoder": decoder}
 
     def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
