@@ -151,6 +151,41 @@ def test_greedy_decode_stays_in_allowed_tokens_and_stops():
         assert real[0] == 0 and real[-1] == 2 and 2 not in real[1:-1]
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_greedy_decode_one_position_at_a_time_gives_what_re_reading_the_prefix_gives(norm_first):
+    """The cached decode against the plain one (the whole prefix through ``TiedDecoder.forward`` at every step):
+    the same ids, with padded memory, per-row length limits, an allowed set and rows that stop early."""
+    torch.manual_seed(3)
+    emb = torch.nn.Embedding(60, 32)
+    dec = TiedDecoder(32, 60, DecoderSettings(layers=2, heads=4, ffn=64, max_positions=20, languages=["en", "ja"],
+                                              norm_first=norm_first)).eval()
+    torch.nn.init.normal_(dec.positions.weight, std=0.5)  # positions that matter, so a misplaced one shows
+    memory, mask = torch.randn(4, 6, 32), torch.tensor([[1] * 6, [1] * 4 + [0] * 2, [1] * 3 + [0] * 3, [1] * 6])
+    lang, limit = torch.tensor([0, 1, 1, 0]), torch.tensor([12, 5, 12, 9])
+    allowed = torch.ones(4, 60, dtype=torch.bool)
+    allowed[:, 1] = False  # never the pad id
+    allowed[2, 2:40] = False  # row 2 may say little but eos (2) and a few ids
+
+    def reference():
+        out = torch.full((4, 0), 1, dtype=torch.long)
+        done = torch.zeros(4, dtype=torch.bool)
+        for t in range(int(limit.max())):
+            hidden = dec(emb, lang, out, memory, mask, token_mask=out != 1 if t else None)
+            nxt = dec.logits(emb, hidden[:, -1]).masked_fill(~allowed, float("-inf")).argmax(-1)
+            nxt = torch.where(done, torch.ones_like(nxt), nxt)
+            out = torch.cat([out, nxt.unsqueeze(1)], dim=1)
+            done |= (nxt == 2) | (t + 1 >= limit)
+            if bool(done.all()):
+                break
+        return out
+
+    with torch.no_grad():
+        expected = reference()
+    got = greedy_decode(dec, emb, lang, memory, mask, eos=2, pad=1, max_length=limit, allowed=allowed)
+    assert torch.equal(got, expected)
+    assert (got[1, 5:] == 1).all() and got.shape[1] > 5  # row 1 cut at its limit while others went on
+
+
 def test_one_back_translation_step_trains_encoder_and_decoder(xlt_home):
     encoder, tok, _ = zoo.load_encoder("tiny-random")
     vocab = encoder.get_input_embeddings().weight.shape[0]

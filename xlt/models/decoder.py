@@ -131,15 +131,18 @@ def greedy_decode(decoder: TiedDecoder, embeddings: nn.Embedding, lang: torch.Te
                   allowed: torch.Tensor | None = None) -> torch.Tensor:
     """Greedy generation (no gradient): (B, ≤max) token ids, each row ending with ``eos`` unless cut at its
     ``max_length`` (an int or a (B,) tensor), ``pad`` after.  ``allowed`` (B, V) bool restricts every step to the
-    row's allowed ids (TALL: the tokens of the output language's corpus).  The decoder re-reads its prefix at each
-    step (no cache): the decoders here are shallow and sequences short."""
+    row's allowed ids (TALL: the tokens of the output language's corpus).  Each step computes the new position only,
+    over the states of the positions before it kept from earlier steps (``_DecodeCache``): causal attention never
+    changes an earlier position's state, so this gives what re-reading the whole prefix gives, at a step cost that
+    does not grow with the prefix (back-translation decodes a batch every other training step)."""
     B = memory.shape[0]
     limit = torch.as_tensor(max_length, device=memory.device).expand(B)
     out = torch.full((B, 0), pad, dtype=torch.long, device=memory.device)
     done = torch.zeros(B, dtype=torch.bool, device=memory.device)
+    cache = _DecodeCache(decoder, memory, memory_mask)
+    hidden = cache.step(decoder.lang(lang), real=torch.ones(B, dtype=torch.bool, device=memory.device))
     for t in range(int(limit.max())):
-        hidden = decoder(embeddings, lang, out, memory, memory_mask, token_mask=out != pad if t else None)
-        scores = decoder.logits(embeddings, hidden[:, -1])
+        scores = decoder.logits(embeddings, hidden)
         if allowed is not None:
             scores = scores.masked_fill(~allowed, float("-inf"))
         nxt = scores.argmax(-1)
@@ -148,7 +151,46 @@ def greedy_decode(decoder: TiedDecoder, embeddings: nn.Embedding, lang: torch.Te
         done |= (nxt == eos) | (t + 1 >= limit)
         if bool(done.all()):
             break
+        hidden = cache.step(embeddings(nxt), real=nxt != pad)
     return out
+
+
+class _DecodeCache:
+    """The decoder run one position at a time: per layer, the (B, t, H) inputs its self-attention reads as keys and
+    values (post-LN: the layer's input; pre-LN: its norm1 output), and which of those positions are padding."""
+
+    def __init__(self, decoder: TiedDecoder, memory: torch.Tensor, memory_mask: torch.Tensor) -> None:
+        self.decoder, self.memory = decoder, memory
+        self.memory_pad = ~memory_mask.bool()
+        self.past: list[torch.Tensor | None] = [None] * len(decoder.layers.layers)
+        self.pad = torch.zeros(memory.shape[0], 0, dtype=torch.bool, device=memory.device)
+
+    def step(self, token: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+        """(B, H) input embedding of the next position (language token or generated id), (B,) False where it is
+        padding -> (B, H) the decoder's output state at that position."""
+        d, t = self.decoder, self.pad.shape[1]
+        if t + 1 > d.settings.max_positions:
+            raise ValueError(f"decoder input of {t + 1} positions > max_positions {d.settings.max_positions}")
+        x = d.dropout(d.norm(token + d.positions.weight[t])).unsqueeze(1)
+        self.pad = torch.cat([self.pad, ~real.unsqueeze(1)], dim=1)
+        for i, layer in enumerate(d.layers.layers):
+            if layer.norm_first:
+                x = x + self._self_attention(i, layer, layer.norm1(x))
+                x = x + layer._mha_block(layer.norm2(x), self.memory, None, self.memory_pad)
+                x = x + layer._ff_block(layer.norm3(x))
+            else:
+                x = layer.norm1(x + self._self_attention(i, layer, x))
+                x = layer.norm2(x + layer._mha_block(x, self.memory, None, self.memory_pad))
+                x = layer.norm3(x + layer._ff_block(x))
+        if d.layers.norm is not None:
+            x = d.layers.norm(x)
+        return x[:, 0]
+
+    def _self_attention(self, i: int, layer: nn.TransformerDecoderLayer, x: torch.Tensor) -> torch.Tensor:
+        past = x if self.past[i] is None else torch.cat([self.past[i], x], dim=1)
+        self.past[i] = past
+        attended = layer.self_attn(x, past, past, key_padding_mask=self.pad, need_weights=False)[0]
+        return layer.dropout1(attended)
 
 
 @torch.no_grad()
