@@ -93,8 +93,12 @@ class BackTranslation(nn.Module):
         try:
             memory = decoder.memory(encoder, input_ids, attention_mask)
             limit = (attention_mask.sum(1) * 3 // 2 + 5).clamp(max=self.max_length)
-            out = greedy_decode(decoder, encoder.get_input_embeddings(), into, memory, attention_mask, self.eos,
-                                self.pad, limit, self.allowed[into])
+            out = torch.full((len(into), int(limit.max())), self.pad, dtype=torch.long, device=into.device)
+            for lang in into.unique():  # one language at a time: each decodes over its own tokens only
+                rows = (into == lang).nonzero().squeeze(1)
+                got = greedy_decode(decoder, encoder.get_input_embeddings(), into[rows], memory[rows],
+                                    attention_mask[rows], self.eos, self.pad, limit[rows], self.allowed[into[rows]])
+                out[rows, :got.shape[1]] = got
         finally:
             encoder.train(modes[0])
             decoder.train(modes[1])

@@ -141,11 +141,15 @@ def greedy_decode(decoder: TiedDecoder, embeddings: nn.Embedding, lang: torch.Te
     done = torch.zeros(B, dtype=torch.bool, device=memory.device)
     cache = _DecodeCache(decoder, memory, memory_mask)
     hidden = cache.step(decoder.lang(lang), real=torch.ones(B, dtype=torch.bool, device=memory.device))
+    # the output projection over the ids some row may produce only (TALL: one language's tokens), not all V
+    columns = allowed.any(0).nonzero().squeeze(1) if allowed is not None else None
+    weight = embeddings.weight if columns is None else embeddings.weight[columns]
+    bias = decoder.bias if columns is None else decoder.bias[columns]
     for t in range(int(limit.max())):
-        scores = decoder.logits(embeddings, hidden)
+        scores = hidden @ weight.T + bias
         if allowed is not None:
-            scores = scores.masked_fill(~allowed, float("-inf"))
-        nxt = scores.argmax(-1)
+            scores = scores.masked_fill(~allowed[:, columns], float("-inf"))
+        nxt = scores.argmax(-1) if columns is None else columns[scores.argmax(-1)]
         nxt = torch.where(done, torch.full_like(nxt, pad), nxt)
         out = torch.cat([out, nxt.unsqueeze(1)], dim=1)
         done |= (nxt == eos) | (t + 1 >= limit)
