@@ -86,7 +86,10 @@ class TreLM(Stage):
         Deviation("what the claim is measured against", "the migrated model against one trained from scratch "
                   "and against mBERT", "the migrated, the un-migrated (English model, new vocabulary rows) and "
                   "the from-scratch model, fine-tuned on scarce target labels (data.train_subset)",
-                  "open: MTOD es with 300 and 1000 labels", "trelm_scarce_labels"),
+                  "open: the migrated model (orthogonal language embeddings, held-out es BPW 7.43 as 7.44 with "
+                  "zeros) with 300 Spanish labels: es intent / slot F1 / semantic 95.3 / 73.6 / 66.2 (2 seeds) "
+                  "against 98.5 / 84.9 / 80.9 with all; the un-migrated and from-scratch rows at 300 / 1000 labels "
+                  "not run yet", "trelm_scarce_labels"),
     )
     grows_synthetic_vocabulary = False
 
