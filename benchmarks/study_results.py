@@ -32,8 +32,8 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _rounded(values: dict, keep=lambda k: True) -> dict:
-    return {k: round(v, 4) if isinstance(v, float) else v for k, v in values.items() if _number(v) and keep(k)}
+def _rounded(values: dict) -> dict:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in values.items() if _number(v)}
 
 
 def _train_config(folder: Path) -> dict:

@@ -43,7 +43,7 @@ VARIANTS = {"shipped": {}, "no_noise": {"noise": False}, "memory_norm": {"memory
             "encoder_positions": {"encoder_positions": True},
             "no_noise+memory_layer_0+encoder_positions": {"noise": False, "memory_layer": 0, "encoder_positions": True},
             "no_noise+memory_layer_0": {"noise": False, "memory_layer": 0}}
-OUT = Path(__file__).parent / "results" / "tall-copy-probe.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "tall-copy-probe.json"
 
 
 def read_ids(path: Path, tokenizer, max_length: int = 64) -> list[list[int]]:
