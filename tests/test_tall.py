@@ -134,6 +134,8 @@ def test_decoder_inputs_start_from_the_encoder_embedding_layer(xlt_home):
     assert torch.allclose(dec.positions.weight, emb.position_embeddings.weight[:20] + emb.token_type_embeddings.weight[0])
     assert torch.equal(dec.norm.weight, emb.LayerNorm.weight) and torch.equal(dec.norm.bias, emb.LayerNorm.bias)
     assert torch.equal(dec.layers.layers[0].self_attn.in_proj_weight, layer_before)
+    init_inputs_from_encoder(dec, encoder, shift=1)  # slot t: the position of the token it predicts
+    assert torch.allclose(dec.positions.weight, emb.position_embeddings.weight[1:21] + emb.token_type_embeddings.weight[0])
 
 
 def test_greedy_decode_stays_in_allowed_tokens_and_stops():

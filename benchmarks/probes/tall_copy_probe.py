@@ -16,7 +16,9 @@ held-out teacher-forced loss and accuracy along the way:
 - ``memory_layer_K``: the decoder attends to encoder layer K's states instead of the last (12th) layer's, which
   have lost most of each token's identity; ``memory_mix``: to a learned mix of all 13 (issue 101);
 - ``encoder_positions``: the decoder's position embeddings and input LayerNorm start from the encoder's, so a
-  decoder position and the memory position of the same index share a vector (a copy is a match on position).
+  decoder position and the memory position of the same index share a vector (as XLM shares them);
+  ``encoder_positions_next``: decoder slot t starts with the vector of memory position t + 1, where the token it
+  must copy sits (a copy is then a match on equal vectors).
 
     python benchmarks/probes/tall_copy_probe.py --data-dir ../shared/data [--steps 200] [--variants shipped pre_ln]
 
@@ -42,7 +44,12 @@ VARIANTS = {"shipped": {}, "no_noise": {"noise": False}, "memory_norm": {"memory
             "memory_layer_3+encoder_positions": {"memory_layer": 3, "encoder_positions": True},
             "encoder_positions": {"encoder_positions": True},
             "no_noise+memory_layer_0+encoder_positions": {"noise": False, "memory_layer": 0, "encoder_positions": True},
-            "no_noise+memory_layer_0": {"noise": False, "memory_layer": 0}}
+            "no_noise+memory_layer_0": {"noise": False, "memory_layer": 0},
+            # slot t gets the position of the token it predicts (memory position t + 1): a copy is an identity match
+            "encoder_positions_next": {"encoder_positions": True, "position_shift": 1},
+            "memory_layer_3+encoder_positions_next": {"memory_layer": 3, "encoder_positions": True, "position_shift": 1},
+            "no_noise+memory_layer_0+encoder_positions_next": {"noise": False, "memory_layer": 0,
+                                                               "encoder_positions": True, "position_shift": 1}}
 OUT = Path(__file__).resolve().parents[1] / "results" / "tall-copy-probe.json"
 
 
@@ -78,7 +85,7 @@ def run_variant(name: str, encoder, train: list[list[int]], heldout: list[list[i
                                memory_mix=c.num_hidden_layers + 1 if v.get("memory_mix") else 0)
     decoder = TiedDecoder(c.hidden_size, len(kept), settings, c.layer_norm_eps)
     if v.get("encoder_positions"):
-        init_inputs_from_encoder(decoder, encoder)
+        init_inputs_from_encoder(decoder, encoder, shift=v.get("position_shift", 0))
     memory_norm = nn.LayerNorm(c.hidden_size) if v.get("memory_norm") else nn.Identity()
     # the output projection over the pieces of this text only (as the stage's trimmed vocabulary)
     embeddings = nn.Embedding.from_pretrained(encoder.get_input_embeddings().weight[kept].detach(), freeze=True)

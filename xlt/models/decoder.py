@@ -198,7 +198,7 @@ class _DecodeCache:
 
 
 @torch.no_grad()
-def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
+def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module, position_shift: int = 0) -> None:
     """Start the decoder from the pretrained encoder, as XLM starts both halves of its unsupervised-MT model from the
     pretrained cross-lingual LM (Lample & Conneau 2019, §4.3; the decoder's cross-attention is the only new block):
     decoder layer i takes encoder layer i's self-attention, feed-forward block and LayerNorms (BERT's layers are
@@ -223,7 +223,7 @@ def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
         raise ConfigError(f"decoder_init=encoder: the decoder must have the encoder's heads ({c.num_attention_heads})"
                           f" and feed-forward size ({c.intermediate_size}) and at most its {len(layers)} layers; "
                           f"got heads {s.heads}, ffn {s.ffn}, layers {s.layers}")
-    init_inputs_from_encoder(decoder, encoder)
+    init_inputs_from_encoder(decoder, encoder, position_shift)
     for mine, theirs in zip(decoder.layers.layers, layers):
         att = theirs.attention
         mine.self_attn.in_proj_weight.copy_(torch.cat([att.self.query.weight, att.self.key.weight,
@@ -237,13 +237,16 @@ def init_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
 
 
 @torch.no_grad()
-def init_inputs_from_encoder(decoder: TiedDecoder, encoder: nn.Module) -> None:
+def init_inputs_from_encoder(decoder: TiedDecoder, encoder: nn.Module, shift: int = 0) -> None:
     """The decoder's position embeddings (+ token type 0) and input LayerNorm from the encoder's embedding layer: the
-    decoder's inputs are then built as the encoder's layer-0 states are, position t with the encoder's own vector for
-    t, so cross-attention can match a decoder position to a memory position from the first step."""
+    decoder's inputs are then built as the encoder's layer-0 states are, decoder slot t with the encoder's vector for
+    position t + ``shift``, so cross-attention can match a decoder slot to a memory position from the first step.
+    ``shift`` 0 shares the positions as XLM does; 1 gives slot t the position of the token it predicts (slot t has
+    read the language token and target tokens < t and predicts target t, which sits at memory position t + 1 after
+    ``<s>`` when the decoder copies)."""
     from xlt.models.families import family_of
 
-    emb, offset = encoder.embeddings, family_of(encoder).position_offset  # RoBERTa: position 0 is row 2
+    emb, offset = encoder.embeddings, family_of(encoder).position_offset + shift  # RoBERTa: position 0 is row 2
     n = min(decoder.settings.max_positions, emb.position_embeddings.weight.shape[0] - offset)
     extra = emb.token_type_embeddings.weight[0] if hasattr(emb, "token_type_embeddings") else 0.0
     decoder.positions.weight[:n] = emb.position_embeddings.weight[offset:offset + n] + extra

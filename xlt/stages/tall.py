@@ -46,6 +46,9 @@ class TallOptions:
     # shares them), layers new; "encoder": also the self-attention and feed-forward layers from the encoder's first
     # layers (XLM's recipe; needs the encoder's heads and ffn: 12 and 1536 for e5-small), only the cross-attention new
     decoder_init: Literal["random", "inputs", "encoder"] = "random"
+    # with decoder_init inputs / encoder: decoder slot t starts with the encoder's position vector t + this shift
+    # (0: shared as in XLM; 1: the memory position of the token slot t predicts, so copying matches equal vectors)
+    decoder_position_shift: int = ranged(0, 0, 1)
     decoder_norm_first: bool = False  # pre-LN decoder layers (see DecoderSettings.norm_first)
     # the encoder states the decoder attends to: -1 the last layer's (the paper's); k the output of layer k (0: the
     # embeddings); memory_mix: a learned softmax-weighted mix of all of them instead (TiedDecoder.memory)
@@ -131,9 +134,9 @@ class Tall(Stage):
                               f"(-1: the last; 0: the embeddings)")
         decoder = TiedDecoder(c.hidden_size, self.vocab, settings, layer_norm_eps(c))
         if o.decoder_init == "encoder":
-            init_from_encoder(decoder, encoder)
+            init_from_encoder(decoder, encoder, o.decoder_position_shift)
         elif o.decoder_init == "inputs":
-            init_inputs_from_encoder(decoder, encoder)
+            init_inputs_from_encoder(decoder, encoder, o.decoder_position_shift)
         return {"decoder": decoder}
 
     def objectives(self, encoder: nn.Module) -> dict[str, nn.Module]:
