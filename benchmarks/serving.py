@@ -16,6 +16,7 @@
   then a burst of bad requests mixed with valid ones, then kill -9 and restart.
 
     python benchmarks/serving.py --data-dir ../shared/data [--run benchmarks/runs/xsid-zero-shot-newcore-seed1]
+    python benchmarks/serving.py --run RUN --contention 2   # thread settings beside a busy neighbour only
 
 Writes benchmarks/results/serving.json.  Nothing else may run on the machine meanwhile (timings).
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from jobqueue import RESULTS, RUNS, git_commit
 from serving_load import run_load_test
-from serving_stages import hf_pipeline_rate, stage_split
+from serving_stages import contention_rows, hf_pipeline_rate, stage_split
 
 VARIANTS = {"pytorch_eager": None, "onnx_fp32": "model.onnx", "onnx_int8": "model.int8.onnx",
             "onnx_int8_dynamic": "model.int8-dynamic.onnx"}
@@ -41,13 +42,14 @@ BATCHES = (1, 32, 128)
 THREADS = 2
 
 
-def predictor_of(variant: str, run_dir: Path, export: Path, batch_size: int):
+def predictor_of(variant: str, run_dir: Path, export: Path, batch_size: int, threads: int = THREADS,
+                 spinning: bool = True):
     from xlt.serve.predictor import OnnxPredictor
     from xlt.serve.torch_predictor import TorchPredictor
 
     if VARIANTS[variant] is None:
-        return TorchPredictor(run_dir, batch_size=batch_size, threads=THREADS)
-    return OnnxPredictor(export, VARIANTS[variant], batch_size=batch_size, threads=THREADS)
+        return TorchPredictor(run_dir, batch_size=batch_size, threads=threads)
+    return OnnxPredictor(export, VARIANTS[variant], batch_size=batch_size, threads=threads, spinning=spinning)
 
 
 def throughput(predictor, texts: list[str], batch: int) -> dict:
@@ -94,11 +96,14 @@ def median_rows(repeats: list[list[dict]]) -> list[dict]:
     return out
 
 
-def throughput_main(variant: str, run_dir: Path, export: Path, texts_file: Path) -> None:
+def throughput_main(variant: str, run_dir: Path, export: Path, texts_file: Path, args) -> None:
     """``--throughput VARIANT``: print the JSON list of its rows (batch 1 on the first 200 texts, 32 and 128 on
-    all); an ONNX variant never imports torch."""
+    all; ``--batch-only B``: that batch alone); an ONNX variant never imports torch."""
     texts = json.loads(texts_file.read_text())
-    predictor = predictor_of(variant, run_dir, export, 32)
+    predictor = predictor_of(variant, run_dir, export, 32, args.threads, not args.no_spinning)
+    if args.batch_only:
+        print(json.dumps([throughput(predictor, texts, args.batch_only)]))
+        return
     rows = [throughput(predictor, texts[:200] if batch == 1 else texts, batch) for batch in BATCHES]
     rows.append({"kind": "stages", **stage_split(predictor, texts, 32)})
     print(json.dumps(rows))
@@ -165,6 +170,11 @@ def main() -> None:
     ap.add_argument("--throughput", choices=list(VARIANTS), help=argparse.SUPPRESS)  # internal: one variant's timing
     ap.add_argument("--texts", help=argparse.SUPPRESS)
     ap.add_argument("--hf-pipeline", action="store_true", help=argparse.SUPPRESS)  # internal: the HF yardstick
+    ap.add_argument("--threads", type=int, default=THREADS, help=argparse.SUPPRESS)  # internal, with --throughput
+    ap.add_argument("--no-spinning", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--batch-only", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--contention", type=int, metavar="N", help="only the contention rows: batch-32 rates alone and "
+                    "with N busy neighbour processes; they replace serving.json's contention rows")
     args = ap.parse_args()
     if args.hf_pipeline:
         import torch
@@ -173,7 +183,7 @@ def main() -> None:
         print(json.dumps(hf_pipeline_rate(Path(args.run), json.loads(Path(args.texts).read_text()), 32)))
         return
     if args.throughput:
-        throughput_main(args.throughput, Path(args.run), Path(args.export), Path(args.texts))
+        throughput_main(args.throughput, Path(args.run), Path(args.export), Path(args.texts), args)
         return
     from xlt.config import load_config
     from xlt.core.context import RunContext
@@ -188,6 +198,17 @@ def main() -> None:
     ctx = RunContext.from_config(cfg)
     tests = {lang: ctx.load_split(lang, "test") for lang in cfg.data.eval_langs}
     texts = [" ".join(u.words) for u in tests["en"]]
+    if args.contention:
+        path = Path(args.results) / "serving.json"
+        result = json.loads(path.read_text())
+        result["rows"] = [r for r in result["rows"] if r.get("kind") != "contention"] + contention_rows(
+            Path(__file__), run_dir, export, texts, args.contention)
+        result["contention"] = (f"kind: contention rows made at {git_commit()} ({platform.machine()}, "
+                                f"{time.strftime('%Y-%m-%d', time.gmtime())}), model {run_dir}: batch 32, alone and "
+                                f"with {args.contention} processes spinning on the cores; eager = torch threads, "
+                                f"ONNX = intra-op threads (spinning: whether idle threads spin)")
+        path.write_text(json.dumps(result, indent=1))
+        return
     dev_texts = [" ".join(u.words) for u in ctx.load_split(cfg.data.source_lang, "valid")]
     rows, speed = [], {}
     timings: dict[str, list[list[dict]]] = {v: [] for v in VARIANTS}

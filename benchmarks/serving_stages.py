@@ -5,14 +5,17 @@
 ``graph`` (the backend's forward), ``decode`` (logits -> labels, spans), ``serialise`` (the JSON answer and its
 ``json.dumps``); ``other`` is the rest of ``predict`` (sorting, bookkeeping).  ``graph_only`` feeds the same padded
 batches to the backend alone.  The timers wrap the module functions ``Predictor`` calls, so nothing in xlt changes
-for the benchmark.
+for the benchmark.  ``contention_rows``: the batch-32 rate per thread setting, alone and beside busy neighbours.
 """
 from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 STAGES = ("split", "tokenize", "pad", "graph", "decode", "serialise")
 
@@ -104,3 +107,33 @@ def hf_pipeline_rate(run_dir, texts: list[str], batch: int) -> dict:
         wall = time.perf_counter() - t0
     return {"variant": "hf_pipeline_token_classification", "batch_size": batch, "utterances": len(texts),
             "utterances_per_second": round(len(texts) / wall, 1), "tokens_per_second": round(tokens / wall, 1)}
+
+
+CONTENTION = [("pytorch_eager", 1, True), ("pytorch_eager", 2, True), ("onnx_int8", 1, True),
+              ("onnx_int8", 2, True), ("onnx_int8", 2, False)]
+
+
+def contention_rows(script: Path, run_dir: Path, export: Path, texts: list[str], busy: int) -> list[dict]:
+    """``kind: contention``: batch-32 utterances/s of each (backend, threads, ONNX spinning) setting, alone and with
+    ``busy`` other processes spinning on the cores (a neighbour job), each setting in a fresh process of ``script``
+    (serving.py's ``--throughput``)."""
+    texts_file = export / "benchmark-texts.json"
+    texts_file.write_text(json.dumps(texts, ensure_ascii=False))
+    rows = []
+    for neighbours in (0, busy):
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(neighbours)]
+        try:
+            for variant, threads, spinning in CONTENTION:
+                done = subprocess.run([sys.executable, str(script), "--throughput", variant, "--run", str(run_dir),
+                                       "--export", str(export), "--texts", str(texts_file), "--threads", str(threads),
+                                       *([] if spinning else ["--no-spinning"]), "--batch-only", "32"],
+                                      capture_output=True, text=True, check=True)
+                row = json.loads(done.stdout.strip().splitlines()[-1])[0]
+                rows.append({"method": "zero_shot", "dataset": "xsid", "lang": "en", "variant": variant,
+                             "kind": "contention", "threads": threads, "busy_neighbours": neighbours,
+                             **({"spinning": spinning} if variant != "pytorch_eager" else {}), **row})
+                print(rows[-1], flush=True)
+        finally:
+            for hog in hogs:
+                hog.kill()
+    return rows
