@@ -27,12 +27,13 @@ def on_config(config):
 
     def expand(items):
         out = []
+        named = {i for i in items if isinstance(i, str)}  # a page the section names itself keeps its place
         for item in items:
             if isinstance(item, dict):
                 out.append({k: expand(v) if isinstance(v, list) else v for k, v in item.items()})
             elif isinstance(item, str) and item.endswith("/index.md") and item in _PAGES:
                 folder = item.rsplit("/", 1)[0]
-                out += [item, *sorted(p for p in _PAGES if p.startswith(folder + "/") and p != item)]
+                out += [item, *sorted(p for p in _PAGES if p.startswith(folder + "/") and p not in named)]
             else:
                 out.append(item)
         return out
