@@ -327,7 +327,9 @@ FIDELITY_TABLES = {
     "tall_readout": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1,semantic_acc "
                     "where=deviation:tall_readout|baseline,dataset:xsid by=variant langs=en,ja -->",
     "tall_memory": "<!-- xlt:rows file=tall-copy-probe where=step:300 columns=variant,heldout_token_accuracy,"
-                   "heldout_loss,seconds -->",
+                   "heldout_loss,seconds -->\n\n<!-- xlt:rows file=fidelity where=deviation:tall_memory,"
+                   "method:tall_pretrain columns=variant,lang,bleu,roundtrip_bleu,identical_rate,steps,"
+                   "train_seconds -->",
     "filter_layers": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 where=deviation:filter_layers,"
                      "dataset:mtod by=variant langs=en,es -->\n\n<!-- xlt:pivot file=fidelity metric=accuracy "
                      "where=deviation:filter_layers,dataset:pawsx by=variant langs=en,es -->",
