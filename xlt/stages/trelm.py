@@ -88,8 +88,8 @@ class TreLM(Stage):
                   "vocabulary) and the from-scratch model, fine-tuned on scarce target labels (data.train_subset)",
                   "open: with 300 Spanish labels the migrated model (orthogonal language embeddings, held-out es "
                   "BPW 7.43 as 7.44 with zeros) gives es intent / slot F1 / semantic 95.3 / 73.6 / 66.2 (2 seeds), "
-                  "the un-migrated English MiniLM 95.8 / 74.0 / 66.6 (3 seeds): no gain from migrating where the "
-                  "paper claims one; with 1000 labels un-migrated 97.5 / 80.9 / 75.6; the migrated 1000-label and "
+                  "the un-migrated English MiniLM 95.8 / 74.0 / 66.6 (3 seeds): no gain over the model it came "
+                  "from; with 1000 labels un-migrated 97.5 / 80.9 / 75.6; the migrated 1000-label and "
                   "the from-scratch scarce-label rows not run yet", "trelm_scarce_labels"),
     )
     grows_synthetic_vocabulary = False
