@@ -3,8 +3,7 @@
 #   bash benchmarks/gpu_run.sh COMMIT JOB [SECONDS]
 # JOB: tall (benchmarks/tall_scale.py, issue 49's scale step) | tall-syn (the same, English <-> syn-en) |
 # speed (benchmarks/training_speed.py at batch 32 fp32, then batch 512 in bf16 without and with torch.compile, issue 50
-# part 4) | compile (the last of these alone) |
-# profile (benchmarks/profile_steps.py: where a step's time goes).  Results and logs go to $OUT.
+# part 4) | compile (the last of these alone).  Results and logs go to $OUT.
 set -u
 PACK=.device/pack SITE=/tmp/xlt-site DATA=/tmp/xlt-data OUT=${OUT:-/tmp/out}
 export PYTHONPATH=$SITE:$PWD XLT_HOME=/tmp/xlt-home PYTHONUNBUFFERED=1 XLT_GIT_COMMIT="$1"
@@ -40,8 +39,6 @@ case $2 in
     run speed-b512-bf16-compile "$limit" python3 benchmarks/training_speed.py --data-dir $DATA --steps 60 \
       --mlm-steps 0 --batch-size 512 --precision bf16 --compile
     cp benchmarks/results/training-speed-cuda*.json "$OUT"/ 2>/dev/null ;;
-  profile)
-    run profile "$limit" python3 benchmarks/profile_steps.py --data-dir $DATA ;;
   *) echo "unknown job $2"; exit 2 ;;
 esac
 ls "$OUT"

@@ -55,8 +55,8 @@ SCRIPTS = {
     "fidelity": "python benchmarks/study.py fidelity --data-dir ../shared/data [--only ROW]",
     "few-shot": "python benchmarks/study.py few-shot --data-dir ../shared/data [--seeds 1 2 3] [--only ROW]",
     "tall-copy-probe": "python benchmarks/probes/tall_copy_probe.py --data-dir ../shared/data --steps 300 --eval-every 100 "
-                       "[--variants NAME ...]",
-    "gemm-ceiling": "python benchmarks/gemm_ceiling.py",
+                       "[--variants NAME ...] (at commit 3d3baa3; removed since: git keeps it)",
+    "gemm-ceiling": "python benchmarks/gemm_ceiling.py (at commit 3d3baa3; removed since: git keeps it)",
     "training-speed": "python benchmarks/training_speed.py --data-dir ../shared/data",
     "training-speed-bf16": "python benchmarks/training_speed.py --data-dir ../shared/data --precision bf16",
     "training-speed-cuda": "bash benchmarks/gpu_run.sh COMMIT speed (on a GPU, inputs from benchmarks/gpu_pack.py)",
