@@ -201,8 +201,12 @@ def main() -> None:
     if args.contention:
         path = Path(args.results) / "serving.json"
         result = json.loads(path.read_text())
+        provenance = {"git_commit": git_commit(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                      "config": f"{run_dir.name} (seed {cfg.train.seed}), exported with xlt export --int8",
+                      "seed": cfg.train.seed, "command": f"python benchmarks/serving.py --data-dir ../shared/data "
+                      f"--run {args.run} --contention {args.contention}"}
         result["rows"] = [r for r in result["rows"] if r.get("kind") != "contention"] + contention_rows(
-            Path(__file__), run_dir, export, texts, args.contention)
+            Path(__file__), run_dir, export, texts, args.contention, provenance)
         result["contention"] = (f"kind: contention rows made at {git_commit()} ({platform.machine()}, "
                                 f"{time.strftime('%Y-%m-%d', time.gmtime())}), model {run_dir}: batch 32, alone and "
                                 f"with {args.contention} processes spinning on the cores; eager = torch threads, "

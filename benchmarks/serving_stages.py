@@ -113,10 +113,12 @@ CONTENTION = [("pytorch_eager", 1, True), ("pytorch_eager", 2, True), ("onnx_int
               ("onnx_int8", 2, True), ("onnx_int8", 2, False)]
 
 
-def contention_rows(script: Path, run_dir: Path, export: Path, texts: list[str], busy: int) -> list[dict]:
+def contention_rows(script: Path, run_dir: Path, export: Path, texts: list[str], busy: int,
+                    provenance: dict) -> list[dict]:
     """``kind: contention``: batch-32 utterances/s of each (backend, threads, ONNX spinning) setting, alone and with
     ``busy`` other processes spinning on the cores (a neighbour job), each setting in a fresh process of ``script``
-    (serving.py's ``--throughput``)."""
+    (serving.py's ``--throughput``); ``provenance`` (commit, date, config, seed) goes into each row, as these rows
+    are made apart from the rest of serving.json."""
     texts_file = export / "benchmark-texts.json"
     texts_file.write_text(json.dumps(texts, ensure_ascii=False))
     rows = []
@@ -130,7 +132,7 @@ def contention_rows(script: Path, run_dir: Path, export: Path, texts: list[str],
                                       capture_output=True, text=True, check=True)
                 row = json.loads(done.stdout.strip().splitlines()[-1])[0]
                 rows.append({"method": "zero_shot", "dataset": "xsid", "lang": "en", "variant": variant,
-                             "kind": "contention", "threads": threads, "busy_neighbours": neighbours,
+                             "kind": "contention", **provenance, "threads": threads, "busy_neighbours": neighbours,
                              **({"spinning": spinning} if variant != "pytorch_eager" else {}), **row})
                 print(rows[-1], flush=True)
         finally:

@@ -75,6 +75,27 @@ def test_options_may_come_before_the_texts(served, capsys):
     assert [a["text"] for a in answers] == ["Wecker für morgen", "Wetter"] and answers[0]["lang"] == "de"
 
 
+def test_thread_settings_change_no_answer(served, capsys):
+    """--threads / --no-spinning (for a machine shared with other work) reach both backends and change no answer."""
+    from xlt.cli import main
+    from xlt.serve.loader import load_predictor
+
+    import torch
+
+    texts, threads = ["set an alarm for 7 am", "Wecker für morgen"], torch.get_num_threads()
+    try:
+        for folder in (served["export"], served["run"]):
+            main(["predict", str(folder), *texts])
+            default = capsys.readouterr().out
+            main(["predict", str(folder), *texts, "--threads", "1", "--no-spinning"])
+            assert capsys.readouterr().out == default
+        assert torch.get_num_threads() == 1  # the PyTorch backend took --threads
+    finally:
+        torch.set_num_threads(threads)  # the process's other tests keep theirs
+    onnx = load_predictor(served["export"], threads=1, spinning=False)
+    assert onnx.info["threads"] == 1 and onnx.info["spinning"] is False
+
+
 def test_a_missing_graph_is_one_line(served, capsys):
     line = user_error(capsys, ["predict", str(served["export"]), "hi", "--graph", "nope.onnx"])
     assert "nope.onnx" in line and "model.onnx" in line

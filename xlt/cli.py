@@ -98,7 +98,7 @@ def cmd_predict(args) -> None:
     if not args.input and not args.texts:
         raise XltError("nothing to predict: give one or more texts, or --input FILE --output FILE.jsonl")
     check_lang(args.lang)  # before the model loads
-    predictor = load_predictor(Path(args.run_dir), args.graph, args.batch_size)
+    predictor = load_predictor(Path(args.run_dir), args.graph, args.batch_size, args.spinning, args.threads or 0)
     if args.input:
         from xlt.serve.batch_file import predict_file
 
@@ -292,6 +292,11 @@ def build_parser(with_catalog: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--lang", help="language code recorded with each text")
     p.add_argument("--batch-size", type=_number(int, POSITIVE), default=32)
     p.add_argument("--graph", help="of an export folder: model.onnx or model.int8.onnx (default: the last made)")
+    p.add_argument("--threads", type=_number(int, POSITIVE), default=None,
+                   help="intra-op threads (default: one per core; on cores other processes are busy on, 1)")
+    p.add_argument("--no-spinning", dest="spinning", action="store_false",
+                   help="ONNX Runtime's idle threads yield at once instead of spinning (for a machine shared with "
+                        "other work: twice the int8 rate there, about 10 %% slower alone)")
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("export", help="export a trained run to a self-contained ONNX folder (+ int8), with a "
                        "parity report against PyTorch on the run's dev set")

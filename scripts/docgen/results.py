@@ -182,8 +182,10 @@ def header(name: str, data: dict, rows: list[dict]) -> str:
     seeds = sorted({r["seed"] for r in rows if r.get("seed") is not None}, key=str)
     bits = [f"`benchmarks/results/{name}.json`"]
     for key in ("git_commit", "created", "machine", "model"):
-        if data.get(key):
-            bits.append(f"{key.replace('_', ' ')}: {data[key]}")
+        own = {str(r[key]) for r in rows if r.get(key)}  # rows made apart from the file's run say so themselves
+        value = own.pop() if len(own) == 1 and all(r.get(key) for r in rows) else data.get(key)
+        if value:
+            bits.append(f"{key.replace('_', ' ')}: {value}")
     configs = sorted({str(r["config"]) for r in rows if r.get("config")})
     config = ", ".join(configs) or CONFIGS.get(name)
     if config is None:
@@ -192,7 +194,8 @@ def header(name: str, data: dict, rows: list[dict]) -> str:
     bits.append(f"selection: {data.get('selection') or 'n/a'}")
     if seeds:
         bits.append(f"seeds: {', '.join(str(s) for s in seeds)}")
-    command = SCRIPTS.get(name)
+    commands = {str(r["command"]) for r in rows if r.get("command")}
+    command = commands.pop() if len(commands) == 1 and all(r.get("command") for r in rows) else SCRIPTS.get(name)
     if command is None:
         raise MarkerError(f"results file {name}.json has no command in docgen SCRIPTS: say which script writes it")
     return "<small>From " + " · ".join(bits) + f". Reproduce: `{command}`.</small>\n"
