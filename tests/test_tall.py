@@ -411,3 +411,21 @@ def test_tall_stage_with_its_decoder_on_a_lower_layer(pair_corpus, tmp_path, xlt
     assert evaluate_run(run)["per_language"]["en"]["n"] > 0
     with pytest.raises(ConfigError, match="memory_layer"):
         run_stage(tall_cfg(pair_corpus, tmp_path, "name=bad", "options.memory_layer=99"))
+
+
+def test_tall_rows_of_a_synthetic_language_from_the_bridge(pair_corpus, tmp_path, xlt_home):
+    """options.row_init=bridge: the synthetic language's rows come from the unsupervised fastText bridge (Lample et
+    al. 2018b's initialisation), scored on the cipher's true pairs; a real language keeps its pretrained rows."""
+    from xlt.errors import ConfigError
+
+    bridge = ["options.row_init=bridge", "options.bridge.bridge_dim=16", "options.bridge.fasttext_epochs=1",
+              "options.bridge.seed_words=40", "options.bridge.alignment=similarity_seed",
+              "options.bridge.adversarial.epochs=0", "options.reference={}"]
+    cfg = tall_cfg(pair_corpus, tmp_path, "name=bridge", "options.languages=[en, syn-en]",
+                   "corpus.langs={en: [mono/en/*.txt], syn-en: [mono/en/*.txt]}", "model.name=tiny-random+syn-en",
+                   "phases.1.steps=1", "phases.1.eval_every=1", *bridge)
+    out = run_stage(cfg)
+    report = json.loads((out / "xlt_stage.json").read_text())["row_init"]["syn-en"]
+    assert report["rows_set"] > 10 and 0 <= report["true_row_nearest"] <= 1
+    with pytest.raises(ConfigError, match="row_init=bridge"):
+        run_stage(tall_cfg(pair_corpus, tmp_path, "name=bad", *bridge))

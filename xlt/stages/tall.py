@@ -24,6 +24,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
+from xlt.align.migrate_vocabulary import VocabularySettings
 from xlt.config import positive, ranged
 from xlt.core.batching import length_bucketed_batches, pad_ids
 from xlt.core.vocab import token_id
@@ -34,6 +35,7 @@ from xlt.models.decoder import DecoderSettings, TiedDecoder, init_from_encoder, 
 from xlt.models.families import layer_norm_eps
 from xlt.stages import PretrainModel, Stage
 from xlt.stages.translation_eval import TranslationEval, read_lines
+from xlt.synthetic import is_synthetic
 
 
 @dataclass
@@ -55,6 +57,11 @@ class TallOptions:
     memory_layer: int = ranged(-1, -1)
     memory_mix: bool = False  # attend to a learned softmax-weighted mix of every encoder layer (overrides memory_layer)
     decoder_dropout: float = ranged(0.1, 0, below=1)  # dropout inside the decoder layers
+    # rows of a language that shares no piece with the other (a synthetic one): "none" keeps them; "bridge" sets
+    # them from an unsupervised fastText bridge over the run's text (Lample et al. 2018b's initialisation;
+    # xlt.stages.tall_rows), with the settings below (vocab_size, map_into and copy_shared_rows unused here)
+    row_init: Literal["none", "bridge"] = "none"
+    bridge: VocabularySettings = field(default_factory=VocabularySettings)
     max_decode_length: int = positive(64)  # generated tokens at most (back-translation and evaluation)
     word_dropout: float = ranged(0.1, 0, below=1)  # DAE noise (Lample et al. 2018b: 0.1, shuffle window 3)
     word_shuffle: float = 3.0  # DAE noise: a local shuffle, no sub-token moving more than this - 1 places
@@ -123,6 +130,9 @@ class Tall(Stage):
         if missing or "" in corpus.train_langs:
             raise ConfigError(f"corpus.langs must name the files of each language of the pair {o.languages} (and "
                               f"corpus.files stay empty); no files for {missing or 'a language: corpus.files'}")
+        if o.row_init == "bridge" and not any(is_synthetic(lang) for lang in o.languages):
+            raise ConfigError(f"options.row_init=bridge sets the rows of a synthetic language; {o.languages} has none "
+                              f"(a real language keeps its pretrained rows)")
         to_run = trim.old_to_new if trim is not None else None
         ids = {t: token_id(tokenizer, t) for t in ("<s>", "</s>", "<pad>", "<mask>")}
         self.bos, self.eos, self.pad, self.blank = (to_run[ids[t]] if to_run else ids[t]
@@ -149,6 +159,11 @@ class Tall(Stage):
         if o.memory_layer > c.num_hidden_layers:
             raise ConfigError(f"options.memory_layer={o.memory_layer}: the encoder has {c.num_hidden_layers} layers "
                               f"(-1: the last; 0: the embeddings)")
+        if o.row_init == "bridge":  # before the decoder: its output rows are these rows
+            from xlt.stages.tall_rows import bridge_language_rows
+
+            self.row_report = {lang: bridge_language_rows(self, encoder, lang) for lang in o.languages
+                               if is_synthetic(lang)}
         decoder = TiedDecoder(c.hidden_size, self.vocab, settings, layer_norm_eps(c))
         if o.decoder_init == "encoder":
             init_from_encoder(decoder, encoder, o.decoder_position_shift)
@@ -198,7 +213,9 @@ class Tall(Stage):
                 self.options.languages), dtype=torch.uint8)).T
         # the ids each language may generate (full vocabulary): the TALL translator restricts its output as here
         save_file({"allowed": allowed.contiguous()}, str(folder / "decoder_vocab.safetensors"))
+        rows = {lang: {k: v for k, v in r.items() if k in ("rows_set", "true_row_nearest", "precision_at_1")}
+                for lang, r in getattr(self, "row_report", {}).items()}
         return {"decoder": "decoder.safetensors", "decoder_vocab": "decoder_vocab.safetensors",
-                "languages": list(self.options.languages)}
+                "languages": list(self.options.languages), **({"row_init": rows} if rows else {})}
 
 

@@ -33,7 +33,7 @@ def base_folder(cfg) -> Path:
     return cfg.run_dir / "base"
 
 
-def _train_text(cfg, folder: Path) -> dict[str, Path]:
+def train_text(cfg, folder: Path) -> dict[str, Path]:
     """The training lines of each language of ``corpus.langs`` (held-out tail of each file left out), one file per
     language under ``folder``."""
     from xlt.data.corpora import corpus_files, language_lines
@@ -141,7 +141,7 @@ def prepare_trelm_base(cfg) -> Path:
     work = out.with_name(out.name + ".text")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    text = _train_text(cfg, work)
+    text = train_text(cfg, work)
     english_tokenizer = zoo.load_tokenizer(english_folder)
     english, _, _ = zoo.load_encoder(str(english_folder))
     embeddings = english.get_input_embeddings().weight.detach()
