@@ -115,6 +115,8 @@ def direction_rows(res: dict, labels: dict) -> list[dict]:
             "phases": "; ".join(f"{p['name']} {p['summary']['step']} steps {p['objectives']}" for p in phases),
             "vocab_kept": res.get("vocab_kept"), "corpus_train_sentences": res["corpus"]["train_sequences"],
             "cpu": phases[-1]["summary"].get("cpu")}
+    for r in ((res.get("export") or {}).get("row_init") or {}).values():  # options.row_init=bridge: the rows' score
+        cost["true_row_nearest"] = r["true_row_nearest"]
     rows = []
     for key in sorted(k for k in last if k.startswith("identical_")):
         a, b = key.split("_")[1:]
