@@ -137,6 +137,7 @@ class Tall(Stage):
         if o.row_init == "bridge" and not any(is_synthetic(lang) for lang in o.languages):
             raise ConfigError(f"options.row_init=bridge sets the rows of a synthetic language; {o.languages} has none "
                               f"(a real language keeps its pretrained rows)")
+        self.row_report: dict[str, dict] = {}  # options.row_init=bridge: each synthetic language's rows, scored
         to_run = trim.old_to_new if trim is not None else None
         ids = {t: token_id(tokenizer, t) for t in ("<s>", "</s>", "<pad>", "<mask>")}
         self.bos, self.eos, self.pad, self.blank = (to_run[ids[t]] if to_run else ids[t]
@@ -217,8 +218,7 @@ class Tall(Stage):
                 self.options.languages), dtype=torch.uint8)).T
         # the ids each language may generate (full vocabulary): the TALL translator restricts its output as here
         save_file({"allowed": allowed.contiguous()}, str(folder / "decoder_vocab.safetensors"))
-        rows = {lang: {k: v for k, v in r.items() if k in ("rows_set", "true_row_nearest", "precision_at_1")}
-                for lang, r in getattr(self, "row_report", {}).items()}
+        rows = {lang: {k: r[k] for k in ("rows_set", "true_row_nearest")} for lang, r in self.row_report.items()}
         return {"decoder": "decoder.safetensors", "decoder_vocab": "decoder_vocab.safetensors",
                 "languages": list(self.options.languages), **({"row_init": rows} if rows else {})}
 

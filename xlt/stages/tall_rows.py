@@ -24,18 +24,13 @@ def bridge_language_rows(stage, encoder: torch.nn.Module, lang: str, log=print) 
     Returns a report: the bridge's own (fastText, maps, precision) and ``rows_set``, ``true_row_nearest`` (the
     share of set rows whose nearest English row among the run's is the true partner's)."""
     from xlt.align.fasttext_bridge import bridge_rows
-    from xlt.errors import ConfigError
     from xlt.stages.trelm_base import train_text
     from xlt.synthetic import parse
     from xlt.synthetic.vocab import id_pairs
     from xlt.zoo import resolve
 
-    synthetic = parse(lang)
-    if synthetic is None:
-        raise ConfigError(f"options.row_init=bridge: {lang} is not a synthetic language (a real language keeps its "
-                          f"pretrained rows)")
     cfg, tokenizer, trim = stage.cfg, stage.tokenizer, stage.trim
-    pairs = id_pairs(resolve(cfg.model.name), synthetic.base)
+    pairs = id_pairs(resolve(cfg.model.name), parse(lang).base)  # the stage checked that lang is synthetic
     rows = encoder.get_input_embeddings().weight
     kept = torch.tensor(trim.kept if trim is not None else range(len(rows)), dtype=torch.long)
     to_run = {int(old): n for n, old in enumerate(kept)}
