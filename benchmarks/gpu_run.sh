@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device-tool run of a GPU benchmark, on inputs packed by benchmarks/gpu_pack.py (carry .device/pack):
 #   bash benchmarks/gpu_run.sh COMMIT JOB [SECONDS]
-# JOB: tall (benchmarks/tall_scale.py, issue 49's scale step) | tall-syn (the same, English <-> syn-en) |
+# JOB: tall (the fidelity study's CUDA rows: pretrain-tall-en-ja at batch 256 in bf16, then TALL's NLU fine-tune) |
 # speed (benchmarks/training_speed.py at batch 32 fp32, then batch 512 in bf16 without and with torch.compile, issue 50
 # part 4) | compile (the last of these alone).  Results and logs go to $OUT.
 set -u
@@ -21,13 +21,9 @@ run() {  # name seconds command...
 }
 case $2 in
   tall)
-    run tall "$limit" python3 benchmarks/tall_scale.py --data-dir $DATA --budget-s "${BUDGET:-240}" \
-      --batch-size "${BATCH:-320}"
-    cp benchmarks/results/tall-scale.* "$OUT"/ 2>/dev/null ;;
-  tall-syn)  # the same on the synthetic pair English <-> syn-en (the packed mono/en text and Tatoeba's English)
-    run tall-syn "$limit" python3 benchmarks/tall_scale.py --data-dir $DATA --budget-s "${BUDGET:-240}" \
-      --batch-size "${BATCH:-320}" --pair en-syn-en
-    cp benchmarks/results/tall-scale-synthetic.* "$OUT"/ 2>/dev/null ;;
+    run tall "$limit" python3 benchmarks/study.py fidelity --data-dir $DATA --seeds 1 \
+      --only fidelity-tall-en-ja-cuda fidelity-xsid-tall-en-ja-cuda
+    cp benchmarks/results/fidelity-cuda.json "$OUT"/ 2>/dev/null ;;
   speed)
     run speed-b32 "$((limit * 40 / 100))" python3 benchmarks/training_speed.py --data-dir $DATA --steps 100 --mlm-steps 30
     run speed-b512-bf16 "$((limit * 27 / 100))" python3 benchmarks/training_speed.py --data-dir $DATA --steps 60 \

@@ -1,16 +1,11 @@
-"""What the benchmark scripts share: a resumable fine-tuning run, a queue of jobs each run in its own process (so its
-peak RSS is its own; one at a time: the machine runs one training at a time), a PAUSE file that holds the queue
-between jobs, and results rewritten after every job by a report module that is re-read each time (it can change
-while the queue runs)."""
+"""What the benchmark scripts share: a resumable fine-tuning or pre-training run, a PAUSE file that holds the study
+queue between jobs, the merge of fresh result rows into the committed ones, and the commit results come from."""
 from __future__ import annotations
 
-import argparse
-import importlib
 import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -43,52 +38,6 @@ def wait_while_paused() -> None:
         print(f"paused: waiting for {RUNS / 'PAUSE'} to go", flush=True)
     while (RUNS / "PAUSE").exists():
         time.sleep(20)
-
-
-def collect(report_module: str, strict: bool) -> None:
-    """``report_module.collect(RUNS, RESULTS)``; a reporting bug must not stop hours of training (strict re-raises)."""
-    sys.path.insert(0, str(HERE))
-    try:
-        # the shared helpers may have changed too while the queue ran: the report module imports them anew
-        importlib.reload(sys.modules[__name__])
-        importlib.reload(importlib.import_module(report_module)).collect(RUNS, RESULTS)
-    except Exception as err:
-        if strict:
-            raise
-        print(f"collecting results failed: {err!r}", flush=True)
-
-
-def run_queue(script: str, data_dir: str, jobs: list[tuple[str, int]], report_module: str,
-              stop_on_failure: bool = False) -> None:
-    """Run ``script --job NAME SEED`` for each job in turn, rewriting the results after each."""
-    for job, seed in jobs:
-        print(f"== {job} seed {seed}", flush=True)
-        done = subprocess.run([sys.executable, script, "--data-dir", data_dir, "--job", job, str(seed)])
-        if done.returncode != 0:
-            if stop_on_failure:
-                raise SystemExit(f"{job} seed {seed} failed (exit {done.returncode})")
-            print(f"!! {job} seed {seed} failed (exit {done.returncode}); going on", flush=True)
-        collect(report_module, strict=False)
-    collect(report_module, strict=True)
-
-
-def queue_main(doc: str, script: str, report_module: str, run_job, queue, only_help: str,
-               seeds_of=lambda job, seeds: seeds) -> None:
-    """The command line of a queued benchmark: ``[--seeds ...] [--only JOB ...] [--collect]``; ``--job NAME SEED``
-    (internal) runs one job in this process.  ``seeds_of(job, seeds)``: the seeds a job named by --only runs on."""
-    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-dir", default="../shared/data")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--only", nargs="+", help=only_help)
-    ap.add_argument("--collect", action="store_true", help="only rewrite results from the finished runs")
-    ap.add_argument("--job", nargs=2, metavar=("NAME", "SEED"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.job:
-        wait_while_paused()
-        run_job(args.job[0], int(args.job[1]), args.data_dir)
-        return
-    jobs = [(j, s) for j in args.only for s in seeds_of(j, args.seeds)] if args.only else queue(args.seeds)
-    run_queue(script, args.data_dir, [] if args.collect else jobs, report_module)
 
 
 def pretrain(cfg) -> Path:
@@ -141,14 +90,3 @@ def git_commit() -> str:
                               cwd=HERE).stdout.strip() or "unknown"
     except FileNotFoundError:
         return "unknown"
-
-
-def mean_std(values: list[float], scale: float = 100) -> str:
-    """``mean ± std`` over seeds for the markdown tables (``(1 seed)`` when there is one, ``–`` when none)."""
-    import statistics
-
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{scale * values[0]:.1f} (1 seed)"
-    return f"{scale * statistics.mean(values):.1f} ± {scale * statistics.stdev(values):.1f}"

@@ -16,6 +16,7 @@ A row (every key but ``name`` optional):
   labels     fields copied into each result row (method, deviation, variant, ...): what the row is in the table
   langs      the test languages kept in the results (default: all)
   train_metrics  logged training quantities (metrics.jsonl) reported as their first and last window's means
+  fields     results.json values copied into each row by dotted path (``train_summary.selected_steps``)
   each       copy the row for every entry of the study's ``expand: {KEY: {value: {field: text}}}`` ({KEY} and the
              entry's fields filled into its texts); ``extends: NAME``: that row's config/stage and overrides first
   then       ``{translate_test: {langs, overrides, name}}``: the run also scored through a translator

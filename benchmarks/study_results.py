@@ -10,6 +10,8 @@ Keys of a study row used here:
                 its last evaluation (TALL: BLEU, round-trip BLEU, copy rate); default: one row, its last evaluation
   extract       the name of an ``EXTRACTORS`` entry: more rows read from the run folder (a TreLM base's alignment)
   rows_from     a ``call`` row's output, a JSON list of rows under benchmarks/runs
+  fields        values of results.json copied into each fine-tuning row, by dotted path (e.g.
+                ``train_summary.selected_steps`` -> ``selected_steps``)
   then          ``{translate_test: {name, labels}}``: the run scored through a translator, as rows of its own
   evaluate      false (a hyper-parameter probe: no test sets): one row, its best source-dev selection value
 Keys of the study: ``labels`` (every row's, a row's own win), ``lang_sets: {FIELD: [langs]}`` (FIELD = whether the
@@ -41,6 +43,12 @@ def _train_config(folder: Path) -> dict:
     return (yaml.safe_load(config.read_text()) or {}) if config.exists() else {}
 
 
+def _at(values: dict, dotted: str):
+    for key in dotted.split("."):
+        values = values.get(key) if isinstance(values, dict) else None
+    return values
+
+
 def probe_row(folder: Path, labels: dict) -> list[dict]:
     """A run without test sets (``evaluate: false``): its best selection value on the source-language dev set."""
     path = folder / "metrics.jsonl"
@@ -68,7 +76,8 @@ def fine_tune_rows(row: dict, folder: Path, res: dict, labels: dict) -> list[dic
              "train_seconds": round(ts["train_seconds"], 1),
              "tokens_per_second": round(ts["tokens_per_second"], 1) if ts.get("tokens_per_second") else None,
              "peak_rss_mb": round(ts["peak_rss_mb"]) if ts.get("peak_rss_mb") else None, "cpu": ts.get("cpu"),
-             **({"lr": str(train["lr"])} if "lr" in train else {})}
+             **({"lr": str(train["lr"])} if "lr" in train else {}),
+             **{path.rsplit(".", 1)[-1]: _at(res, path) for path in row.get("fields", [])}}
             for lang, m in res["per_language"].items() if keep is None or lang in keep]
 
 

@@ -13,7 +13,7 @@ STUDY_KEYS = {"name", "rows", "expand", "notes", "imports", "identity", "results
               "lang_sets", "report", "anchors"}
 ROW_KEYS = {"name", "config", "stage", "call", "args", "overrides", "seeds", "labels", "langs", "train_metrics", "each",
             "extends", "then", "base_only", "manual", "evaluate", "results", "requires", "phases", "extract",
-            "rows_from"}
+            "rows_from", "fields"}
 
 
 def load_study(name: str) -> dict:

@@ -40,10 +40,3 @@ def test_zeroed_rows_are_exactly_the_unused_ones(tmp_path):
         if name != "emb.word":
             np.testing.assert_array_equal(zeroed[name], full[name])
 
-
-def test_tall_scale_plans_the_steps_that_fit_the_budget():
-    import tall_scale
-
-    # 3 : 8 split as shipped; 3 x 0.1 + 8 x 0.5 = 4.3 s per unit; 43 s fit 10 units
-    assert tall_scale.plan_steps([0.1, 0.5], 43) == (30, 80)
-    assert tall_scale.plan_steps([1.0, 1.0], 1) == (3, 8)  # at least one unit

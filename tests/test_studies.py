@@ -56,6 +56,11 @@ def test_results_rows_carry_the_row_labels(tmp_path, monkeypatch):
                                 "train_metrics": ["ratio", "absent"]}, 2)[0]
     assert (logged["ratio_first_window"], logged["ratio_last_window"]) == (0.1235, 2.0)
     assert not any(k.startswith("absent") for k in logged)
+    (run / "results.json").write_text(json.dumps({**json.loads((run / "results.json").read_text()),
+                                                  "selection_detail": "the last step"}))
+    fields = study.result_rows({"name": "x-seed{seed}", "config": "xsid-zero-shot", "langs": ["de"],
+                                "fields": ["selection_detail", "train_summary.cpu", "train_summary.absent"]}, 2)[0]
+    assert (fields["selection_detail"], fields["cpu"], fields["absent"]) == ("the last step", "test", None)
 
 
 def test_rows_go_to_their_results_files_and_a_file_without_runs_stays(tmp_path, monkeypatch):
@@ -193,6 +198,8 @@ def test_a_translation_pretraining_gives_a_row_per_direction():
     ("translation", "xsid-zero-shot-seed1", "translation", "zero_shot", "xsid", True),
     ("xeroalign-filter", "xsid-xeroalign-da-seed1", "xeroalign-filter", "xeroalign", "xsid", True),
     ("unicoder", "xsid-unicoder-all5-seed1", "unicoder", "zero_shot", "xsid", True),
+    ("selection", "selection-xsid-zero-shot-seed1-last", "selection", "zero_shot", "xsid", True),
+    ("reproducibility", "repro-xsid-filter-sr-b-seed1", "reproducibility", "filter", "xsid", True),
     # the committed TALL rows read each token at its own position: a run with the fixed read-out sits beside them
     ("tall", "xsid-tall-en-de-none-seed1", "tall", "tall", "xsid", False)])
 def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_name, run_name, results_name, method,

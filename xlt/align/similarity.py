@@ -9,7 +9,7 @@ grows them into the union with grow-diag-final-and, as eflomal's two directions 
 fit, so the same pairs give the same links on every run and every machine: this is what makes a translation run's
 projected labels, and so its numbers, follow from its config and seed (eflomal, the other aligner, samples from
 /dev/urandom).  On xSID's human translations it projects English gold slots as well as or better than eflomal fit
-on the same pairs plus Tatoeba (``benchmarks/projection.py``, rows ``gold_projection``).
+on the same pairs plus Tatoeba (``benchmarks/results/projection.json``, rows ``gold_projection``).
 """
 from __future__ import annotations
 
