@@ -329,7 +329,8 @@ FIDELITY_TABLES = {
     "tall_memory": "<!-- xlt:rows file=tall-copy-probe where=step:300 columns=variant,heldout_token_accuracy,"
                    "heldout_loss,seconds -->\n\n<!-- xlt:rows file=fidelity where=deviation:tall_memory,"
                    "method:tall_pretrain columns=variant,lang,bleu,roundtrip_bleu,identical_rate,steps,"
-                   "train_seconds -->",
+                   "train_seconds -->\n\n<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 "
+                   "where=deviation:tall_memory,dataset:xsid by=method,variant langs=en,syn-en -->",
     "filter_layers": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 where=deviation:filter_layers,"
                      "dataset:mtod by=variant langs=en,es -->\n\n<!-- xlt:pivot file=fidelity metric=accuracy "
                      "where=deviation:filter_layers,dataset:pawsx by=variant langs=en,es -->",
