@@ -355,3 +355,21 @@ def test_a_translate_train_run_is_the_same_from_an_empty_cache(tiny_cfg, tmp_pat
     assert reports[0]["cache_key"] == reports[1]["cache_key"] and reports[0]["aligner"].startswith("similarity")
     assert sha(runs[0] / "best" / "model.safetensors") == sha(runs[1] / "best" / "model.safetensors")
     assert os.path.isabs(json.loads(json.dumps(reports[0]))["model"]) is False
+
+
+def test_trimming_the_vocabulary_draws_nothing_from_the_random_stream():
+    """The kept rows are copied, not drawn and overwritten: otherwise the heads' initialisation and every dropout mask
+    after the trim would depend on how many ids the evaluation sets add (data.eval_langs, train.select=target_dev)."""
+    import torch
+
+    from xlt.core.vocab import VocabTrim
+
+    full = torch.nn.Embedding(50, 8)
+    for kept in ([0, 3, 7], list(range(40))):
+        torch.manual_seed(0)
+        trimmed = VocabTrim(kept).trim_embedding(full)
+        after = torch.rand(4)
+        torch.manual_seed(0)
+        assert torch.equal(after, torch.rand(4))
+        assert torch.equal(trimmed.weight, full.weight[kept]) and trimmed.weight.requires_grad
+        assert trimmed.weight.data_ptr() != full.weight.data_ptr()  # its own copy

@@ -55,9 +55,10 @@ class VocabTrim:
 
     def trim_embedding(self, embedding: torch.nn.Embedding) -> torch.nn.Embedding:
         rows = embedding.weight.data[torch.tensor(self.kept, device=embedding.weight.device)]
-        new = torch.nn.Embedding(len(self.kept), rows.shape[1])
-        new.weight.data.copy_(rows)
-        return new
+        # built from the kept rows, not initialised and overwritten: a fresh nn.Embedding draws len(kept) x H numbers
+        # from the global RNG, so the heads' initialisation and every dropout mask after it would depend on how many
+        # ids the run's evaluation sets add to the vocabulary (data.eval_langs, train.select=target_dev)
+        return torch.nn.Embedding.from_pretrained(rows.clone(), freeze=False)
 
     def untrim_into(self, trimmed: torch.Tensor, full: torch.Tensor) -> torch.Tensor:
         out = full.clone()  # on full's device: a model trained on a GPU is exported into a matrix read on the CPU
