@@ -207,10 +207,6 @@ def main() -> None:
                       f"--run {args.run} --contention {args.contention}"}
         result["rows"] = [r for r in result["rows"] if r.get("kind") != "contention"] + contention_rows(
             Path(__file__), run_dir, export, texts, args.contention, provenance)
-        result["contention"] = (f"kind: contention rows made at {git_commit()} ({platform.machine()}, "
-                                f"{time.strftime('%Y-%m-%d', time.gmtime())}), model {run_dir}: batch 32, alone and "
-                                f"with {args.contention} processes spinning on the cores; eager = torch threads, "
-                                f"ONNX = intra-op threads (spinning: whether idle threads spin)")
         path.write_text(json.dumps(result, indent=1))
         return
     dev_texts = [" ".join(u.words) for u in ctx.load_split(cfg.data.source_lang, "valid")]
