@@ -3,8 +3,8 @@ GPL-3.0; xlt, Apache-2.0, talks to it as a separate program), symmetrized with g
 
 eflomal is fit on the sentence pairs to align plus any extra parallel text (more data = better alignments); the
 extra pairs are only used for fitting.  It samples, seeded from /dev/urandom (it has no seed option), so two fits
-of the same pairs differ slightly (up to 3.3 points of a translate-train run's metrics, the
-reproducibility study in ``benchmarks/studies``): it is the aligner of ``translation.aligner=eflomal``; the default, ``similarity``
+of the same pairs differ slightly (up to 3.3 points of a translate-train run's metrics, the reproducibility study in
+``benchmarks/studies``): it is the aligner of ``translation.aligner=eflomal``; the default, ``similarity``
 (``xlt.align.similarity``), samples nothing.  ``cache`` keeps the links of a fit under a key hashed from everything
 that goes into it (the pairs, the extra text, the settings, the priors, eflomal's version), so the same inputs on
 the same machine give the same links again; the key is recorded in the run's data report.
