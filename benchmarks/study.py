@@ -27,8 +27,7 @@ A row (every key but ``name`` optional):
   requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
 ``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``); ``identity``
 names the fields that make a fresh row replace a committed one (default: the shared ones, deviation and run).
-``report: MODULE`` hands the results to ``benchmarks/MODULE.py``'s ``collect(runs, results)`` instead (a study whose
-table needs more than one row per run and language, e.g. the same run under two compute regimes).
+``gap_closed``, ``lang_sets`` and ``lang_labels`` add fields derived from the rows (``study_results``).
 """
 from __future__ import annotations
 
@@ -100,12 +99,6 @@ def notes_of(study: dict, results: str) -> str:
 
 def collect(study: dict, seeds: list[int]) -> list[Path]:
     """Rewrite the study's results file(s) from its finished runs, keeping committed rows no run replaces."""
-    if study.get("report"):
-        if not any((run_dir(r["name"], s) / "results.json").exists() for r in study["rows"] for s in row_seeds(r, seeds)):
-            return []  # no run of its rows here: the committed results stay as they are
-        sys.path.insert(0, str(Path(__file__).parent))
-        importlib.import_module(study["report"]).collect(RUNS, RESULTS)
-        return [RESULTS / f"{study.get('results', study['name'])}.json"]
     default = study.get("results", study["name"])
     files = list(dict.fromkeys([default, *(r["results"] for r in study["rows"] if "results" in r)]))
     written = []
@@ -119,10 +112,12 @@ def collect(study: dict, seeds: list[int]) -> list[Path]:
             continue
         identity = tuple(study.get("identity", (*IDENTITY, "deviation", "run")))
         rows = merge_rows(committed.get("rows", []), fresh, identity)
+        if study.get("gap_closed"):
+            study_results.add_gap_closed(rows, study["gap_closed"])
         out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "git_commit": git_commit(),
                "machine": study_results.machine([run_dir(r["name"], s) for r in mine if "config" in r
-                                                 for s in row_seeds(r, seeds)]),
+                                                 for s in row_seeds(r, seeds)]) or committed.get("machine", "not recorded"),
                "model": study.get("model", "multilingual-e5-small"), "selection": study.get("selection", "source-dev"),
                "notes": notes_of(study, name), "rows": rows}
         # what the results file holds besides rows (learning curves, a selection table) stays as committed

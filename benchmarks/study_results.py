@@ -15,12 +15,14 @@ Keys of a study row used here:
   then          ``{translate_test: {name, labels}}``: the run scored through a translator, as rows of its own
   evaluate      false (a hyper-parameter probe: no test sets): one row, its best source-dev selection value
 Keys of the study: ``labels`` (every row's, a row's own win), ``lang_sets: {FIELD: [langs]}`` (FIELD = whether the
-row's language is in the list, e.g. the languages a pre-training read), ``imports`` (rows of another results file).
+row's language is in the list, e.g. the languages a pre-training read), ``lang_labels: {FIELD: {lang: value}}``,
+``imports`` (rows of another results file), ``gap_closed`` (``add_gap_closed``).
 """
 from __future__ import annotations
 
 import json
 import platform
+from fnmatch import fnmatch
 from pathlib import Path
 
 import yaml
@@ -93,7 +95,12 @@ def pretrain_rows(row: dict, res: dict, labels: dict) -> list[dict]:
         return [{**base, **labels, **{k: round(v, 4) for k, v in last.items() if isinstance(v, float)},
                  "steps": sum(p["summary"]["step"] for p in phases),
                  "train_seconds": round(sum(p["summary"]["train_seconds"] for p in phases), 1),
-                 "cpu": phases[-1]["summary"].get("cpu")}]
+                 "cpu": phases[-1]["summary"].get("cpu"),
+                 # the budget of each phase and its held-out metrics (TreLM: bits per word per language)
+                 "phases": [{"name": p["name"], "steps": p["summary"]["step"],
+                             "train_seconds": round(p["summary"]["train_seconds"]),
+                             "heldout": {k: round(v, 4) for k, v in p["final_eval"].items()
+                                         if k.startswith("heldout_") and _number(v)}} for p in phases]}]
     out = []
     for phase in phases:
         s = phase["summary"]
@@ -172,9 +179,12 @@ def result_rows(row: dict, folder: Path, seed: int, study: dict | None = None) -
     if row.get("evaluate") is False:
         return probe_row(folder, labels)
     rows = []
-    if row.get("extract"):
+    finished = (folder / "results.json").exists()
+    # a finished stage's own base, or a base_only row's: a base rebuilt (for a baseline that reuses it) beside a
+    # stage that never finished here is not the base a committed stage row came from
+    if row.get("extract") and (finished or row.get("base_only")):
         rows += EXTRACTORS[row["extract"]](folder, {k: v for k, v in labels.items() if k != "method"})
-    if not (folder / "results.json").exists():
+    if not finished:
         return rows
     res = json.loads((folder / "results.json").read_text())
     if "stage" in row:
@@ -196,10 +206,36 @@ def translate_tests(row: dict) -> list[dict]:
 
 
 def with_lang_sets(rows: list[dict], study: dict) -> list[dict]:
+    """The study's ``lang_sets`` (FIELD: whether the row's language is listed) and ``lang_labels`` (FIELD: a value
+    by language, where the row's labels give none: a zero-shot run's target rows take their language's variant)."""
     for field, langs in study.get("lang_sets", {}).items():
         for r in rows:
             r[field] = r["lang"] in langs
+    for field, by_lang in study.get("lang_labels", {}).items():
+        for r in rows:
+            if r.get(field) is None and r["lang"] in by_lang:
+                r[field] = by_lang[r["lang"]]
     return rows
+
+
+def add_gap_closed(rows: list[dict], spec: dict) -> None:
+    """The study's ``gap_closed: {baseline, metrics: {METRIC: FIELD}, skip}``: FIELD = (row - baseline) / (source -
+    baseline) on each target row, the baseline method's rows of the same dataset, seed and language (source: its
+    source-language row); None where a side is missing or the baseline already equals the source. Methods matching
+    ``skip`` (trained on the target: no zero-shot gap to close) and source rows get none."""
+    source = spec.get("source", "en")
+    base = {(r.get("dataset"), r.get("seed"), r.get("lang")): r for r in rows if r.get("method") == spec["baseline"]
+            and r.get("dataset") != "pretraining"}
+    datasets = {key[0] for key in base}
+    for r in rows:
+        if r.get("dataset") not in datasets or r.get("lang") == source or any(fnmatch(str(r.get("method")), p) for p in spec.get("skip", [])):
+            continue
+        zs, src = base.get((r.get("dataset"), r.get("seed"), r["lang"])), base.get((r.get("dataset"), r.get("seed"),
+                                                                                     source))
+        for metric, field in spec["metrics"].items():
+            if metric in r:
+                ok = zs is not None and src is not None and src[metric] != zs[metric]
+                r[field] = round((r[metric] - zs[metric]) / (src[metric] - zs[metric]), 4) if ok else None
 
 
 def logged_windows(folder: Path, keys: list[str]) -> dict:
@@ -215,8 +251,9 @@ def logged_windows(folder: Path, keys: list[str]) -> dict:
     return out
 
 
-def machine(folders: list[Path]) -> str:
-    """Where the runs ran, from their own records (CPU model, threads, device; a GPU's name)."""
+def machine(folders: list[Path]) -> str | None:
+    """Where the runs ran, from their own records (CPU model, threads, device; a GPU's name); None: no fine-tuning
+    run here says (the committed file's word stands)."""
     for folder in folders:
         summary = folder / "train_summary.json"
         if summary.exists():
@@ -228,7 +265,7 @@ def machine(folders: list[Path]) -> str:
 
                 where += f", GPU {torch.cuda.get_device_name(torch.device(device))}"
             return f"{where}, device {device}"
-    return f"{platform.machine()}, device cpu"
+    return None
 
 
 def imported_rows(study: dict, results: Path) -> list[dict]:

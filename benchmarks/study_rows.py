@@ -10,7 +10,7 @@ import yaml
 STUDIES = Path(__file__).parent / "studies"
 # what a study and a row may say (benchmarks/study.py and study_results.py document each); anything else is a typo
 STUDY_KEYS = {"name", "rows", "expand", "notes", "imports", "identity", "results", "model", "selection", "labels",
-              "lang_sets", "report", "anchors"}
+              "lang_sets", "lang_labels", "gap_closed", "anchors"}
 ROW_KEYS = {"name", "config", "stage", "call", "args", "overrides", "seeds", "labels", "langs", "train_metrics", "each",
             "extends", "then", "base_only", "manual", "evaluate", "results", "requires", "phases", "extract",
             "rows_from", "fields"}

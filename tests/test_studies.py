@@ -105,8 +105,6 @@ def test_manual_rows_run_only_when_named_and_unknown_names_are_refused():
 
 
 def test_rows_expand_per_variant_and_extend_another_row():
-    import study
-
     spec = {"expand": {"variant": {"x": {"lang": "lx"}, "y": {"lang": "ly"}}},
             "rows": [{"name": "base-{variant}", "each": "variant", "config": "c", "overrides": [["a={lang}"], "b=1"]},
                      {"name": "more-{variant}", "each": {"variant": ["y"]}, "extends": "base-{variant}",
@@ -241,3 +239,19 @@ def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_na
     assert len(fresh) == len(langs) * len(regimes) + sum(len(tt["langs"]) for tt in tests)
     assert len(written["rows"]) == len(committed["rows"]) + (0 if replaces else len(fresh))
     assert {k for k in committed if k not in ("created", "git_commit", "machine", "notes")} <= set(written)
+
+
+def test_gap_closed_is_measured_against_the_baseline_of_the_same_dataset_and_seed():
+    import study_results
+
+    spec = {"baseline": "zero_shot", "metrics": {"intent_acc": "gap"}, "skip": ["trelm_*"]}
+    rows = [{"dataset": "xsid", "method": "zero_shot", "seed": 1, "lang": "en", "intent_acc": 0.9},
+            {"dataset": "xsid", "method": "zero_shot", "seed": 1, "lang": "de", "intent_acc": 0.5},
+            {"dataset": "xsid", "method": "zero_shot", "seed": 2, "lang": "en", "intent_acc": 0.8},
+            {"dataset": "xsid", "method": "zero_shot", "seed": 2, "lang": "de", "intent_acc": 0.8},
+            {"dataset": "xsid", "method": "filter", "seed": 1, "lang": "de", "intent_acc": 0.8},
+            {"dataset": "xsid", "method": "filter", "seed": 2, "lang": "de", "intent_acc": 0.9},
+            {"dataset": "xsid", "method": "filter", "seed": 3, "lang": "de", "intent_acc": 0.9},
+            {"dataset": "xsid", "method": "trelm_migrated", "seed": 1, "lang": "de", "intent_acc": 0.9}]
+    study_results.add_gap_closed(rows, spec)
+    assert [r.get("gap", "-") for r in rows] == ["-", 0.0, "-", None, 0.75, None, None, "-"]

@@ -11,7 +11,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import study  # noqa: E402
-import synthetic_report  # noqa: E402
+import study_results  # noqa: E402
 
 TINY = ["model.name=tiny-random", "train.max_steps=4", "train.eval_every=2", "train.batch_size=8", "train.lr=1e-3",
         "data.train_subset=0", "data.dedup=false"]
@@ -33,9 +33,14 @@ def config_of(name: str, seed: int = 1):
 @pytest.fixture
 def bench(tiny_data, xlt_home, tmp_path, monkeypatch):
     monkeypatch.setattr(study, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(study, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(study, "EXTRA", {"config": list(TINY), "stage": []})
     (tmp_path / "results").mkdir()
     return tiny_data, tmp_path
+
+
+def collect() -> None:
+    study.collect(study.load_study("synthetic"), [1])
 
 
 def run(name: str, data: Path, seed: int = 1) -> Path:
@@ -50,9 +55,9 @@ def test_rows_run_and_have_gap_closed(bench, monkeypatch):
         layers = ["options.local_layers=1", "options.fusion_layers=1"] if "filter" in name else []
         monkeypatch.setitem(study.EXTRA, "config", TINY + layers)  # tiny-random has 2 layers
         study.run_row(rows()[name.replace("-seed1", "-seed{seed}")], 1, str(data))
-    synthetic_report.collect(root / "runs", root / "results")
+    collect()
     out = json.loads((root / "results" / "synthetic.json").read_text())
-    got = {(r["method"], r["variant"], r["lang"]): r for r in out["rows"]}
+    got = {(r["method"], r.get("variant"), r["lang"]): r for r in out["rows"]}
     assert ("translate_train", "permuted", "syn-en-perm") in got and ("zero_shot", None, "en") in got
     assert got[("translate_train", "permuted", "syn-en-perm")]["steps"] == 4  # the steps the run took (max_steps)
     tt = got[("translate_test", "permuted", "syn-en-perm")]
@@ -92,7 +97,7 @@ def test_a_pretraining_row_and_fine_tuning_on_it(bench, monkeypatch):
     assert not torch.equal(head[words], final[words])
     monkeypatch.setitem(study.EXTRA, "config", [o for o in TINY if not o.startswith("model.name")])
     study.run_row(rows()["synthetic-xsid-after_mlm-permuted-seed{seed}"], 1, str(data))
-    synthetic_report.collect(root / "runs", root / "results")
+    collect()
     got = json.loads((root / "results" / "synthetic.json").read_text())["rows"]
     assert {(r["method"], r["lang"]) for r in got} >= {("continued_mlm", "syn-en-perm"),
                                                       ("continued_mlm_pretrain", "syn-en-perm")}
@@ -125,29 +130,37 @@ def test_every_stage_reads_its_synthetic_language_and_has_a_method_of_its_own():
     assert len(stages) == 2 * 27
     for row in stages:
         cfg = config_of(row["name"])
-        lang = synthetic_report.LANGS[row["labels"]["variant"]]
+        lang = row["labels"]["lang"]
         assert lang in cfg.corpus.langs or lang in cfg.corpus.parallel, row["name"]
     methods = [(r["labels"]["method"], r["labels"]["variant"]) for r in stages]
     assert len(set(methods)) == len(methods)
 
 
-def test_a_rebuilt_base_does_not_replace_the_alignment_row_of_a_finished_stage(tmp_path):
-    """A TreLM base rebuilt only for a baseline that reuses it (no results.json beside it) reports its alignment when
-    the stage has no row yet, and leaves the committed row alone when the stage was trained from another base."""
-    base = tmp_path / "runs" / "synthetic-pretrain-trelm_bridge_comparable-same_order" / "base"
+def test_a_rebuilt_base_does_not_replace_the_alignment_rows_of_a_finished_stage(tmp_path, monkeypatch):
+    """A TreLM base rebuilt only for a baseline that reuses it (no results.json beside it) is not the base the
+    committed stage rows came from: its alignment gives no rows; once the stage finishes, its own base's do."""
+    monkeypatch.setattr(study, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(study, "RESULTS", tmp_path / "results")
+    name = "synthetic-pretrain-trelm_bridge_comparable-same_order"
+    base = tmp_path / "runs" / name / "base"
     base.mkdir(parents=True)
-    (base / "migration.json").write_text(json.dumps({"precision_at_1": {"initialised_rows": {"all": 0.5}},
-                                                     "vocabulary": 10, "seconds": 1.0}))
-    method = "trelm_migrated_bridge_comparable"
-    committed = [{"dataset": "pretraining", "method": f"{method}_{kind}", "variant": "same_order", "lang": "syn-en",
-                  "seed": 1, "precision_at_1": 0.9} for kind in ("alignment", "pretrain")]
+    (base / "migration.json").write_text(json.dumps({
+        "precision_at_1": {"initialised_rows": {"all": 0.5, "different_strings": 0.5}}, "vocabulary": 10,
+        "seconds": 1.0, "test_dictionary": "muse/en-es.5000-6500.txt", "initialising_step": "initialised_rows"}))
+    committed = [{"dataset": "muse/en-es.5000-6500.txt", "method": "trelm_alignment", "variant": "same_order",
+                  "lang": "syn-en", "seed": 1, "step": "initialised_rows", "run": name, "precision_at_1": 0.9}]
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "synthetic.json").write_text(json.dumps({"rows": committed}))
-    [row] = synthetic_report.stage_rows(base.parent, method, "same_order")
-    assert row["precision_at_1"] == 0.5  # the base alone: its row as soon as it is built
-    synthetic_report.collect(tmp_path / "runs", tmp_path / "results")
+    row = rows()[name]
+    assert study_results.result_rows(row, base.parent, 1) == []
+    study.collect(study.load_study("synthetic"), [1])
     got = json.loads((tmp_path / "results" / "synthetic.json").read_text())["rows"]
-    assert [r["precision_at_1"] for r in got if r["method"] == f"{method}_alignment"] == [0.9]
+    assert [r["precision_at_1"] for r in got if r["method"] == "trelm_alignment"] == [0.9]
+    (base.parent / "results.json").write_text(json.dumps({"phases": [{"name": "mlm", "final_eval": {"loss": 1.5},
+                                                                      "summary": {"step": 2, "train_seconds": 3.0}}]}))
+    fresh = study_results.result_rows(row, base.parent, 1)
+    assert [(r["method"], r.get("precision_at_1")) for r in fresh] == [("trelm_alignment", 0.5),
+                                                                     ("trelm_migrated_bridge_comparable_pretrain", None)]
 
 
 def test_frozen_fine_tuning_after_an_embedding_phase_freezes_the_rows_pre_training_tied(monkeypatch, tmp_path):
