@@ -18,11 +18,13 @@ A row (every key but ``name`` optional):
   train_metrics  logged training quantities (metrics.jsonl) reported as their first and last window's means
   fields     results.json values copied into each row by dotted path (``train_summary.selected_steps``)
   each       copy the row for every entry of the study's ``expand: {KEY: {value: {field: text}}}`` ({KEY} and the
-             entry's fields filled into its texts); ``extends: NAME``: that row's config/stage and overrides first
+             entry's fields filled into its texts; a list of keys: every combination); ``extends: NAME``: that
+             row's config/stage and overrides first
   then       ``{translate_test: {langs, overrides, name}}``: the run also scored through a translator
   base_only  a TreLM stage's base folder alone (vocabulary, fastText, alignment); ``manual``: run only when named
   evaluate   false: no test sets (a hyper-parameter probe on the English dev set)
-  call       ``MODULE:FUNCTION`` instead of a config: a probe over the study's runs, called with (data_dir, runs, **args)
+  call       ``MODULE:FUNCTION`` instead of a config: a probe over the study's runs, called with (data_dir, runs,
+             **args)
   results    the results file of this row's rows, when not the study's (e.g. a bf16 or GPU variant's own file)
   requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
 ``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``); ``identity``
@@ -117,7 +119,8 @@ def collect(study: dict, seeds: list[int]) -> list[Path]:
         out = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "git_commit": git_commit(),
                "machine": study_results.machine([run_dir(r["name"], s) for r in mine if "config" in r
-                                                 for s in row_seeds(r, seeds)]) or committed.get("machine", "not recorded"),
+                                                 for s in row_seeds(r, seeds)])
+               or committed.get("machine", "not recorded"),
                "model": study.get("model", "multilingual-e5-small"), "selection": study.get("selection", "source-dev"),
                "notes": notes_of(study, name), "rows": rows}
         # what the results file holds besides rows (learning curves, a selection table) stays as committed

@@ -228,7 +228,8 @@ def add_gap_closed(rows: list[dict], spec: dict) -> None:
             and r.get("dataset") != "pretraining"}
     datasets = {key[0] for key in base}
     for r in rows:
-        if r.get("dataset") not in datasets or r.get("lang") == source or any(fnmatch(str(r.get("method")), p) for p in spec.get("skip", [])):
+        skipped = any(fnmatch(str(r.get("method")), p) for p in spec.get("skip", []))
+        if r.get("dataset") not in datasets or r.get("lang") == source or skipped:
             continue
         zs, src = base.get((r.get("dataset"), r.get("seed"), r["lang"])), base.get((r.get("dataset"), r.get("seed"),
                                                                                      source))

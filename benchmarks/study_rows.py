@@ -2,6 +2,7 @@
 ``extends`` resolved, chosen by name (``benchmarks/study.py`` runs and collects them)."""
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -48,7 +49,8 @@ def fill(value, values: dict):
 
 def expanded(study: dict) -> list[dict]:
     """Rows as written -> rows as run.  ``each: KEY`` copies a row for every entry of the study's ``expand: {KEY:
-    {value: {field: text}}}`` with ``{KEY}`` and the entry's fields filled in; ``extends: NAME`` (a row as written)
+    {value: {field: text}}}`` with ``{KEY}`` and the entry's fields filled in (``each: [KEY, KEY2]``: for every
+    combination); ``extends: NAME`` (a row as written)
     puts that row's config or stage and overrides before the row's own (a later override wins)."""
     written = {r["name"]: r for r in study["rows"]}
 
@@ -63,14 +65,15 @@ def expanded(study: dict) -> list[dict]:
         source, overrides = inherited(written[row["extends"]], values)
         return own or source, overrides + mine
 
+    def entries(spec) -> list[dict]:  # each: KEY, or {KEY: [some of its values]}
+        (key, subset), = spec.items() if isinstance(spec, dict) else [(spec, None)]
+        return [{key: v, **f} for v, f in study["expand"][key].items() if subset is None or v in subset]
+
     out = []
     for row in study["rows"]:
-        key, subset = row.get("each"), None
-        if isinstance(key, dict):  # each: {KEY: [some of its values]}
-            (key, subset), = key.items()
-        entries = [(v, f) for v, f in study["expand"][key].items() if subset is None or v in subset] if key else []
-        for value, fields in entries or [(None, {})]:
-            values = {key: value, **fields} if key else {}
+        each = row.get("each") or []
+        for combination in itertools.product(*map(entries, each if isinstance(each, list) else [each])):
+            values = {k: v for entry in combination for k, v in entry.items()}
             source, overrides = inherited(row, values)
             done = {k: fill(v, values) for k, v in row.items() if k not in ("each", "extends", "overrides")}
             out.append({**done, **source, "overrides": overrides})

@@ -255,3 +255,11 @@ def test_gap_closed_is_measured_against_the_baseline_of_the_same_dataset_and_see
             {"dataset": "xsid", "method": "trelm_migrated", "seed": 1, "lang": "de", "intent_acc": 0.9}]
     study_results.add_gap_closed(rows, spec)
     assert [r.get("gap", "-") for r in rows] == ["-", 0.0, "-", None, 0.75, None, None, "-"]
+
+
+def test_each_over_two_keys_gives_every_combination():
+    import study_rows
+
+    spec = {"expand": {"a": {"x": {}, "y": {}}, "b": {"1": {"f": "one"}, "2": {"f": "two"}}},
+            "rows": [{"name": "r-{a}-{b}", "each": ["a", {"b": ["2"]}], "labels": {"f": "{f}"}}]}
+    assert [(r["name"], r["labels"]["f"]) for r in study_rows.expanded(spec)] == [("r-x-2", "two"), ("r-y-2", "two")]

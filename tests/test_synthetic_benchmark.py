@@ -158,9 +158,8 @@ def test_a_rebuilt_base_does_not_replace_the_alignment_rows_of_a_finished_stage(
     assert [r["precision_at_1"] for r in got if r["method"] == "trelm_alignment"] == [0.9]
     (base.parent / "results.json").write_text(json.dumps({"phases": [{"name": "mlm", "final_eval": {"loss": 1.5},
                                                                       "summary": {"step": 2, "train_seconds": 3.0}}]}))
-    fresh = study_results.result_rows(row, base.parent, 1)
-    assert [(r["method"], r.get("precision_at_1")) for r in fresh] == [("trelm_alignment", 0.5),
-                                                                     ("trelm_migrated_bridge_comparable_pretrain", None)]
+    fresh = [(r["method"], r.get("precision_at_1")) for r in study_results.result_rows(row, base.parent, 1)]
+    assert fresh == [("trelm_alignment", 0.5), ("trelm_migrated_bridge_comparable_pretrain", None)]
 
 
 def test_frozen_fine_tuning_after_an_embedding_phase_freezes_the_rows_pre_training_tied(monkeypatch, tmp_path):
