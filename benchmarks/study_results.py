@@ -281,6 +281,8 @@ def imported_rows(study: dict, results: Path) -> list[dict]:
 
 
 def file_rows(row: dict, runs: Path) -> list[dict]:
-    """A ``call`` row's ``rows_from``: the JSON list of rows its probe wrote under benchmarks/runs."""
+    """A ``call`` row's ``rows_from``: the JSON list of rows its probe wrote under benchmarks/runs (with the row's
+    labels)."""
     path = runs / row["rows_from"] if row.get("rows_from") else None
-    return json.loads(path.read_text()) if path and path.exists() else []
+    rows = json.loads(path.read_text()) if path and path.exists() else []
+    return [{**r, **row.get("labels", {})} for r in rows]

@@ -77,21 +77,24 @@ def probe(data_dir: str, runs: Path, variants: list[str], seen: set[str], skip: 
     return rows
 
 
-def run_all(data_dir: str, runs: Path, variants: list[str] | None = None) -> None:
-    """``probe`` on the shipped encoder and every finished pre-training of the unicoder study (or ``variants``) ->
-    runs/unicoder-probe.json, merged with the rows of earlier probes (the probe is deterministic: a variant's rows
-    stay valid while its encoder is older than them; a pre-training no longer here keeps its committed rows)."""
+def run_all(data_dir: str, runs: Path, variants: list[str] | None = None, out: str = "unicoder-probe.json",
+            shipped: bool = True) -> None:
+    """``probe`` on the shipped encoder (unless not ``shipped``) and every finished pre-training of the unicoder study
+    (or ``variants``) -> runs/``out``, merged with the rows of earlier probes (the probe is deterministic: a variant's
+    rows stay valid while its encoder is older than them; a pre-training no longer here keeps its committed rows)."""
     from study import load_study
 
     study = load_study("unicoder")
     if variants is None:
         variants = [r["labels"]["variant"] for r in study["rows"] if "stage" in r]
-    out = runs / "unicoder-probe.json"
+    out = runs / out
     old = json.loads(out.read_text()) if out.exists() else []
 
     def unchanged(variant: str) -> bool:
         done = runs / f"unicoder-{variant.replace('+', '-')}" / "results.json"
         return variant == "none" or (done.exists() and done.stat().st_mtime < out.stat().st_mtime)
     keep = frozenset(r["variant"] for r in old if unchanged(r["variant"]))
-    rows = [r for r in old if r["variant"] in keep] + probe(data_dir, runs, variants, set(study["lang_sets"]["seen"]), keep)
+    seen = set(study["lang_sets"]["seen"])
+    rows = [r for r in old if r["variant"] in keep] + probe(data_dir, runs, variants, seen,
+                                                            keep | (set() if shipped else {"none"}))
     out.write_text(json.dumps(rows, indent=1))
