@@ -341,7 +341,11 @@ FIDELITY_TABLES = {
                        "langs=en split=training -->\n\n"
                        "<!-- xlt:pivot file=fidelity metric=accuracy "
                        "where=deviation:xeroalign_scale,dataset:pawsx by=variant langs=en,es -->",
-    "unicoder_optimisation": "<!-- xlt:pivot file=fidelity metric=accuracy where=deviation:unicoder_optimisation,"
+    "unicoder_optimisation": "<!-- xlt:pivot file=fidelity metric=retrieval_top1 where=deviation:unicoder_"
+                             "optimisation,method:probe,dataset:xnli by=variant avg=seen:de|es|tr|zh split=dev -->\n\n"
+                             "<!-- xlt:pivot file=fidelity metric=retrieval_top1 where=deviation:unicoder_"
+                             "optimisation,method:probe,dataset:xsid by=variant avg=seen:de|ja|tr|zh split=dev -->\n\n"
+                             "<!-- xlt:pivot file=fidelity metric=accuracy where=deviation:unicoder_optimisation,"
                              "dataset:xnli,method:zero_shot by=variant langs=en,de,es,tr,zh -->\n\n"
                              "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 where=deviation:"
                              "unicoder_optimisation,dataset:xsid,method:zero_shot by=variant langs=en,de,ja,tr,zh -->",
