@@ -57,8 +57,10 @@ def resolved_overrides(row: dict, seed: int, data_dir: str) -> list[str]:
         return str(run_dir(match.group(1), seed))
 
     data_key = "corpus.data_dir" if "stage" in row else "data.data_dir"
+    # a fine-tuning row trains in fp32 unless it says otherwise: the precision of a committed row must not follow
+    # train.mixed_precision's hardware-dependent default
     return [f"{data_key}={data_dir}", f"output_dir={RUNS}", f"name={row['name'].format(seed=seed)}",
-            *([] if "stage" in row else [f"train.seed={seed}"]),
+            *([] if "stage" in row else [f"train.seed={seed}", "train.mixed_precision=fp32"]),
             *(re.sub(r"\{run:((?:[^{}]|\{seed\})+)\}", other_run, o) for o in row.get("overrides", []))]
 
 
