@@ -195,7 +195,7 @@ def result_rows(row: dict, folder: Path, seed: int, study: dict | None = None) -
         if tt.get("labels") and tt_file.exists():
             tt_res = {**json.loads(tt_file.read_text()), "train_summary": res["train_summary"]}
             tuned += fine_tune_rows({**row, "langs": tt["langs"]}, folder, tt_res, {**labels, **tt["labels"]})
-    return rows + with_lang_sets(tuned, study)
+    return rows + with_lang_fields(tuned, study)
 
 
 def translate_tests(row: dict) -> list[dict]:
@@ -205,7 +205,7 @@ def translate_tests(row: dict) -> list[dict]:
 
 
 
-def with_lang_sets(rows: list[dict], study: dict) -> list[dict]:
+def with_lang_fields(rows: list[dict], study: dict) -> list[dict]:
     """The study's ``lang_sets`` (FIELD: whether the row's language is listed) and ``lang_labels`` (FIELD: a value
     by language, where the row's labels give none: a zero-shot run's target rows take their language's variant)."""
     for field, langs in study.get("lang_sets", {}).items():
@@ -224,15 +224,15 @@ def add_gap_closed(rows: list[dict], spec: dict) -> None:
     source-language row); None where a side is missing or the baseline already equals the source. Methods matching
     ``skip`` (trained on the target: no zero-shot gap to close) and source rows get none."""
     source = spec.get("source", "en")
-    base = {(r.get("dataset"), r.get("seed"), r.get("lang")): r for r in rows if r.get("method") == spec["baseline"]
-            and r.get("dataset") != "pretraining"}
-    datasets = {key[0] for key in base}
+    key = lambda r, lang: (r.get("dataset"), r.get("seed"), lang)  # noqa: E731
+    base = {key(r, r.get("lang")): r for r in rows
+            if r.get("method") == spec["baseline"] and r.get("dataset") != "pretraining"}
+    datasets = {k[0] for k in base}
     for r in rows:
         skipped = any(fnmatch(str(r.get("method")), p) for p in spec.get("skip", []))
         if r.get("dataset") not in datasets or r.get("lang") == source or skipped:
             continue
-        zs, src = base.get((r.get("dataset"), r.get("seed"), r["lang"])), base.get((r.get("dataset"), r.get("seed"),
-                                                                                     source))
+        zs, src = base.get(key(r, r["lang"])), base.get(key(r, source))
         for metric, field in spec["metrics"].items():
             if metric in r:
                 ok = zs is not None and src is not None and src[metric] != zs[metric]
@@ -277,7 +277,7 @@ def imported_rows(study: dict, results: Path) -> list[dict]:
         for r in committed_results(results, imp["results"]).get("rows", []):
             if all(r.get(k) == v for k, v in imp.get("where", {}).items()):
                 out.append({**r, **imp.get("labels", {}), "source": f"benchmarks/results/{imp['results']}.json"})
-    return with_lang_sets(out, study)
+    return with_lang_fields(out, study)
 
 
 def file_rows(row: dict, runs: Path) -> list[dict]:

@@ -50,8 +50,8 @@ def fill(value, values: dict):
 def expanded(study: dict) -> list[dict]:
     """Rows as written -> rows as run.  ``each: KEY`` copies a row for every entry of the study's ``expand: {KEY:
     {value: {field: text}}}`` with ``{KEY}`` and the entry's fields filled in (``each: [KEY, KEY2]``: for every
-    combination); ``extends: NAME`` (a row as written)
-    puts that row's config or stage and overrides before the row's own (a later override wins)."""
+    combination); ``extends: NAME`` (a row as written) puts that row's config or stage and overrides before the
+    row's own (a later override wins)."""
     written = {r["name"]: r for r in study["rows"]}
 
     def flat(items: list) -> list[str]:  # a YAML alias of a list inside a list: its items in place
