@@ -84,7 +84,9 @@ class Tall(Stage):
                   "(Lample et al. 2018b)", "the same (xlt/losses/seq2seq.py), noise as Lample et al. (drop 0.1, "
                   "shuffle within 3)", "as the paper"),
         Deviation("what trains", "all parameters", "the shipped configs freeze the encoder for the first phase "
-                  "(600 DAE steps warming the new decoder up), then train everything", "open: not measured"),
+                  "(600 DAE steps warming the new decoder up), then train everything",
+                  "open: not measured yet (declared: the fidelity row fidelity-tall-syn-bridge-train-all, every "
+                  "parameter from the first step)"),
         Deviation("the decoder's memory", "the encoder's last layer (XLM-R)", "last layer by default; "
                   "options.memory_layer (k: encoder layer k) or options.memory_mix (a learned softmax mix of all "
                   "layers)", "setting added; copy probe (300 steps, the DAE's noise): token accuracy 26.1 % on "
