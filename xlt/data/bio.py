@@ -50,3 +50,15 @@ def repair_tags(tags: list[str], orphan_policy: str) -> tuple[list[str] | None, 
             tags[i] = "B-" + tags[i][2:]
         repairs["orphan I->B"] = len(orphans)
     return tags, repairs, ""
+
+
+def repair_into(report, line: int, tags: list[str], orphan_policy: str, unit: str) -> list[str] | None:
+    """``repair_tags`` with its outcome counted in ``report`` (a ``ReadReport``): each repair kind once per
+    ``unit`` ("lines", "sentences") and per tag; a skip with its reason.  None: the example is skipped."""
+    fixed, repairs, why = repair_tags(tags, orphan_policy)
+    for kind, count in repairs.items():
+        report.repair(line, f"{kind} ({unit})")
+        report.repaired[f"{kind} (tags)"] += count
+    if fixed is None:
+        report.skip(line, "bad BIO", why)
+    return fixed

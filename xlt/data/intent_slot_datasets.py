@@ -14,7 +14,6 @@ from pathlib import Path
 from xlt.data.datasets import Dataset, Split, register_dataset
 from xlt.data.readers import read_massive_jsonl, read_mtod_tsv, read_xsid_conll, read_xsid_train
 from xlt.errors import MissingData
-from xlt.data.records import DataError
 
 XSID_LANGS = ["ar", "da", "de", "de-ba", "de-muc", "de-st", "en", "gsw", "id", "it", "ja", "kk", "lt", "nap",
               "nl", "no", "sr", "tr", "zh"]

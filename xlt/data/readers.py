@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from xlt.data.bio import repair_tags
+from xlt.data.bio import repair_into
 from xlt.errors import MissingData
 from xlt.data.records import DataError, ReadReport, Utterance
 
@@ -98,12 +98,8 @@ def _finish(report: ReadReport, rows: list[Utterance], tags: list[str], line: in
     if not intent:
         report.skip(line, "missing intent")
         return
-    fixed, repairs, why = repair_tags(tags, orphan_policy)
-    for kind, count in repairs.items():
-        report.repair(line, f"{kind} (lines)")
-        report.repaired[f"{kind} (tags)"] += count
+    fixed = repair_into(report, line, tags, orphan_policy, "lines")
     if fixed is None:
-        report.skip(line, "bad BIO", why)
         return
     rows.append(Utterance(words, fixed, intent, lang, f"{report.path}:{line}", [text_en] if text_en else None))
     report.kept += 1

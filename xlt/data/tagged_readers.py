@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlt.data.bio import repair_tags
+from xlt.data.bio import repair_into
 from xlt.data.datasets import Dataset, Split, register_dataset, require_file
 from xlt.data.readers import Unreadable, _lines
 from xlt.data.records import ReadReport, TaggedSentence
@@ -45,12 +45,7 @@ def read_tagged(path: Path, lang: str, scheme: str, orphan_policy: str = "to_b"
             else:
                 fixed: list[str] | None = tags
                 if scheme == "bio":
-                    fixed, repairs, why = repair_tags(tags, orphan_policy)
-                    for kind, count in repairs.items():
-                        report.repair(start, f"{kind} (sentences)")
-                        report.repaired[f"{kind} (tags)"] += count
-                    if fixed is None:
-                        report.skip(start, "bad BIO", why)
+                    fixed = repair_into(report, start, tags, orphan_policy, "sentences")
                 if fixed is not None:
                     rows.append(TaggedSentence(words, fixed, lang, f"{path}:{start}"))
                     report.kept += 1
