@@ -442,8 +442,38 @@ def choosing_page() -> str:
         "- **A translator at prediction time too** (every input is translated, so it adds its latency to each "
         "request): `translate_test`, `filter`, `filter_self_teaching`.",
         "- Sentence-level labels (intents, sentence pairs) cross a translation unchanged; word-level labels (slots, "
-        "entities, tags) need word alignment, which loses spans: compare the slot and NER columns above.\n",
+        "entities, tags) need word alignment, which loses spans: compare the slot and NER columns above.",
+        few_shot_text() + "\n",
     ])
+
+
+DATASET_NAMES = {"xsid": "xSID", "mtod": "MTOD"}
+
+
+def few_shot_text() -> str:
+    """The decision guide's line on labelled target examples: slot F1 by number of shots per language (mean over
+    the languages given shots and the seeds run), from benchmarks/results/few-shot.json."""
+    from xlt.methods import METHODS
+
+    rows = _rows_or_none("few-shot")
+    shot_langs = {"xsid": ("de", "ja", "kk"), "mtod": ("es",)}
+    refusing = ", ".join(f"`{name}`" for name, cls in sorted(METHODS.items()) if not cls.takes_target_shots)
+    parts = []
+    for dataset, langs in shot_langs.items():
+        mine = [r for r in rows if r.get("dataset") == dataset and r.get("lang") in langs and "slot_f1" in r]
+        by_shots = {}
+        for r in mine:
+            by_shots.setdefault(int(r["shots"]), []).append(100 * r["slot_f1"])
+        if 0 not in by_shots or len(by_shots) < 2:
+            continue
+        seeds = len({r["seed"] for r in mine})
+        means = ", ".join(f"{n}: {sum(v) / len(v):.1f}" for n, v in sorted(by_shots.items()))
+        parts.append(f"{DATASET_NAMES[dataset]} {'/'.join(langs)} slot F1 by shots per language {means} ({seeds} "
+                     f"seed{'s' if seeds > 1 else ''})")
+    measured_text = f" Measured: {'; '.join(parts)} ([details](../benchmarks/few-shot.md))." if parts else ""
+    return ("- **A few labelled target examples** (tens per language): `data.target_shots` adds them to the training "
+            f"set of any method but those that train on paired inputs or a decoder ({refusing}); the run is then no "
+            "longer zero-shot." + measured_text)
 
 
 # generated pages also committed under docs/ (so that links to them resolve on a code host; tests/test_docs.py keeps

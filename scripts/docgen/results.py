@@ -105,7 +105,8 @@ CONFIGS = {
     "synthetic": "xsid-zero-shot / pawsx-zero-shot and the stage configs, with the synthetic settings of "
                  "benchmarks/studies/synthetic.yaml",
     "tall": "pretrain-tall-en-ja, pretrain-tall-en-de, then xsid-zero-shot train.method=tall",
-    "few-shot": "xsid-zero-shot with data.target_shots (shots from the target dev sets; NOT zero-shot where > 0)",
+    "few-shot": "xsid-zero-shot / mtod-zero-shot with data.target_shots (xSID: shots from the target dev "
+                "sets; MTOD: from the Spanish training set; NOT zero-shot where > 0)",
     "fidelity": "the rows of benchmarks/studies/fidelity.yaml (each: a shipped config or stage + overrides)",
     "tall-copy-probe": "pretrain-tall-*'s phase 1 (decoder only, lr 1e-3, batch 32, its noise), on English text",
     "gemm-ceiling": "no config: multilingual-e5-small's layer shapes (its config.json), batch 32",
