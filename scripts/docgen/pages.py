@@ -333,6 +333,9 @@ FIDELITY_TABLES = {
                    "method:tall_pretrain columns=variant,lang,bleu,roundtrip_bleu,identical_rate,steps,"
                    "train_seconds -->\n\n<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 "
                    "where=deviation:tall_memory,dataset:xsid by=method,variant langs=en,syn-en -->",
+    "tall_what_trains": "<!-- xlt:rows file=fidelity where=deviation:tall_what_trains|tall_memory,method:tall_pretrain,"
+                        "variant:all_parameters_from_the_start|bridge_rows_memory_layer_3_encoder_positions_next_dae_"
+                        "1500 columns=variant,lang,bleu,roundtrip_bleu,steps,train_seconds -->",
     "filter_layers": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1 where=deviation:filter_layers,"
                      "dataset:mtod by=variant langs=en,es -->\n\n<!-- xlt:pivot file=fidelity metric=accuracy "
                      "where=deviation:filter_layers,dataset:pawsx by=variant langs=en,es -->",
