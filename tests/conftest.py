@@ -53,6 +53,12 @@ POS = [("Anna lives in Berlin", "PROPN VERB ADP PROPN"), ("set an alarm for me",
 POS_DE = [("Anna wohnt in Berlin", "PROPN VERB ADP PROPN"), ("das Wetter ist kalt", "DET NOUN AUX ADJ")]
 
 
+def write_lines(path: Path, lines: list[str]) -> None:
+    """A text file of one sentence a line (a corpus, one side of a parallel text), its folder made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def write_tsv(path: Path, rows) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join("\t".join(r) + "\r\n" for r in rows), encoding="utf-8")
@@ -161,8 +167,7 @@ def make_tall_model(root: Path, model: str = "tiny-random") -> Path:
         return root / name / "model"
     data = root / "tall-data"
     for lang, rows in (("en", TRAIN), ("de", EVAL["de"])):
-        (data / "mono" / lang).mkdir(parents=True, exist_ok=True)
-        (data / "mono" / lang / "a.txt").write_text("\n".join(r[0] for r in rows * 6) + "\n", encoding="utf-8")
+        write_lines(data / "mono" / lang / "a.txt", [r[0] for r in rows * 6])
     cfg = load_stage_config(find_config("pretrain-tall-en-ja"), [
         f"model.name={model}", f"corpus.data_dir={data}", "corpus.heldout_lines=2", f"output_dir={root}",
         f"name={name}", "corpus.langs={en: [mono/en/*.txt], de: [mono/de/*.txt]}", "options.languages=[en,de]",

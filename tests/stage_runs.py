@@ -1,7 +1,7 @@
 """A few steps of each pre-training stage on a tiny model of any family (for tests/test_architectures.py)."""
 from pathlib import Path
 
-from tests.conftest import make_tall_model
+from tests.conftest import make_tall_model, write_lines
 
 EN = ["set an alarm for the morning", "play music in berlin", "remind me to call mom tomorrow",
       "the weather is cold", "show all reminders", "what time is it"]
@@ -24,11 +24,8 @@ def corpus(root: Path) -> Path:
     data = root / "stage-data"
     if not data.exists():
         for lang, lines in (("en", EN), ("de", DE)):
-            (data / "mono" / lang).mkdir(parents=True)
-            (data / "mono" / lang / "a.txt").write_text("\n".join(lines * 4) + "\n", encoding="utf-8")
-        (data / "parallel" / "en-de").mkdir(parents=True)
-        for lang, lines in (("en", EN), ("de", DE)):
-            (data / "parallel" / "en-de" / f"p.{lang}").write_text("\n".join(lines * 2) + "\n", encoding="utf-8")
+            write_lines(data / "mono" / lang / "a.txt", lines * 4)
+            write_lines(data / "parallel" / "en-de" / f"p.{lang}", lines * 2)
     return data
 
 

@@ -89,12 +89,12 @@ def test_one_process_may_switch_precision_between_runs():
 
 
 def test_a_stage_trains_in_mixed_precision_and_exports_fp32(tmp_path, xlt_home):
+    from tests.conftest import write_lines
     from tests.test_stages import LINES, stage_cfg
     from xlt.stages import run_stage
 
     corpus = tmp_path / "data"
-    (corpus / "mono" / "xx").mkdir(parents=True)
-    (corpus / "mono" / "xx" / "a.txt").write_text("\n".join(LINES * 6) + "\n", encoding="utf-8")
+    write_lines(corpus / "mono" / "xx" / "a.txt", LINES * 6)
     out = run_stage(stage_cfg(corpus, tmp_path, "mixed_precision=bf16"))
     results = json.loads((out.parent / "results.json").read_text())
     assert [p["summary"]["mixed_precision"] for p in results["phases"]] == ["bf16", "bf16"]

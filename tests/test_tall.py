@@ -5,6 +5,7 @@ import json
 import pytest
 import torch
 
+from tests.conftest import write_lines
 from xlt import zoo
 from xlt.config import find_config, load_stage_config
 from xlt.losses.seq2seq import BackTranslation, DenoisingAutoEncoder, add_noise, sentences_from_generation
@@ -216,11 +217,9 @@ def test_one_back_translation_step_trains_encoder_and_decoder(xlt_home):
 def pair_corpus(tmp_path):
     root = tmp_path / "data"
     for lang, lines in (("en", EN), ("ja", JA)):
-        (root / "mono" / lang).mkdir(parents=True)
-        (root / "mono" / lang / "a.txt").write_text("\n".join(lines * 8) + "\n", encoding="utf-8")
-    (root / "ref").mkdir()
-    (root / "ref" / "ja.txt").write_text("東京 の 天気\n明天 的 天気\n", encoding="utf-8")
-    (root / "ref" / "en.txt").write_text("the weather is cold\nplay music\n", encoding="utf-8")
+        write_lines(root / "mono" / lang / "a.txt", lines * 8)
+    write_lines(root / "ref" / "ja.txt", ["東京 の 天気", "明天 的 天気"])
+    write_lines(root / "ref" / "en.txt", ["the weather is cold", "play music"])
     return root
 
 

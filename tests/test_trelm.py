@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, write_lines
 from tests.test_multiprocess import cpu_env
 from xlt import zoo
 from xlt.config import find_config, load_stage_config
@@ -34,11 +34,8 @@ DICTIONARY = [("house", "casa"), ("dog", "perro"), ("cat", "gato"), ("small", "p
 def data(tmp_path):
     d = tmp_path / "data"
     for lang, lines in (("en", EN), ("es", ES)):
-        (d / "mono" / lang).mkdir(parents=True)
-        (d / "mono" / lang / "a.txt").write_text("\n".join(lines * 8) + "\n", encoding="utf-8")
-    (d / "parallel" / "en-es").mkdir(parents=True)
-    (d / "parallel" / "en-es" / "p.en").write_text("\n".join(EN * 4) + "\n", encoding="utf-8")
-    (d / "parallel" / "en-es" / "p.es").write_text("\n".join(ES * 4) + "\n", encoding="utf-8")
+        write_lines(d / "mono" / lang / "a.txt", lines * 8)
+        write_lines(d / "parallel" / "en-es" / f"p.{lang}", lines * 4)
     (d / "muse").mkdir()
     for name, part in (("en-es.0-5000.txt", DICTIONARY[:5]), ("en-es.5000-6500.txt", DICTIONARY[5:])):
         (d / "muse" / name).write_text("".join(f"{a} {b}\n" for a, b in part), encoding="utf-8")

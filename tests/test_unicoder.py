@@ -5,6 +5,7 @@ import json
 import pytest
 import torch
 
+from tests.conftest import write_lines
 from xlt import zoo
 from xlt.core.batching import IGNORE
 from xlt.losses.mlm import MaskedLanguageModel
@@ -137,12 +138,9 @@ DE = ["das haus ist klein", "spiel etwas musik", "stell einen wecker auf sieben"
 def unicoder_data(tmp_path):
     root = tmp_path / "data"
     for lang, lines in (("en", EN), ("de", DE)):
-        (root / "mono" / lang).mkdir(parents=True)
-        (root / "mono" / lang / "a.txt").write_text("\n".join(lines * 3) + "\n", encoding="utf-8")
-    (root / "parallel" / "en-de").mkdir(parents=True)
-    for name in ("bible-x", "gettext"):
-        (root / "parallel" / "en-de" / f"{name}.en").write_text("\n".join(EN * 2) + "\n", encoding="utf-8")
-        (root / "parallel" / "en-de" / f"{name}.de").write_text("\n".join(DE * 2) + "\n", encoding="utf-8")
+        write_lines(root / "mono" / lang / "a.txt", lines * 3)
+        for name in ("bible-x", "gettext"):
+            write_lines(root / "parallel" / "en-de" / f"{name}.{lang}", lines * 2)
     return root
 
 
