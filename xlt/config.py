@@ -77,10 +77,11 @@ class TrainConfig:
     threads: int = 0  # torch intra-op threads; 0 = number of CPU cores available
     # autocast of the training forward + loss (Accelerate): "bf16" (GPUs with bf16, and CPUs), "fp16" (CUDA only;
     # dynamic loss scaling, its state kept in the checkpoint); weights, optimizer state and checkpoints stay fp32.
-    # "auto": bf16 where the hardware multiplies bf16 natively (a GPU with bf16; a CPU with avx512_bf16 or AMX),
-    # fp32 elsewhere; train_summary.json records what ran.  ("fp32", not accelerate's "no": YAML reads a bare no as
-    # false)
-    mixed_precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32"
+    # "auto" (the default): bf16 where the hardware multiplies bf16 natively (a GPU with bf16; a CPU with avx512_bf16
+    # or AMX), fp32 elsewhere; train_summary.json records what ran.  bf16 autocast matched fp32 on xSID and PAN-X (3
+    # seeds each, docs/benchmarks/xsid-zero-shot.md, tasks.md) and trains 1.4x faster on such a CPU.  ("fp32", not
+    # accelerate's "no": YAML reads a bare no as false)
+    mixed_precision: Literal["fp32", "bf16", "fp16", "auto"] = "auto"
     # torch.compile the model (dynamic shapes: every length bucket pads to its own length); the first steps pay the
     # compilation; benchmarks/training_speed.py --compile measures whether it pays
     compile: bool = False
@@ -330,7 +331,8 @@ class StageConfig:
     stage: str = "continued_mlm"  # which stage runs: continued_mlm, unicoder, tall, trelm (docs: Stages)
     seed: int = 1  # seeds masking, sampling and initialisation
     threads: int = 0  # torch intra-op threads; 0 = the CPU cores available
-    mixed_precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32"  # as train.mixed_precision of fine-tuning
+    # as train.mixed_precision of fine-tuning, but fp32 by default: bf16 parity is measured for fine-tuning only
+    mixed_precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32"
     eval_batch_size: int = positive(64)  # sequences per forward pass when evaluating
     model: StageModelConfig = field(default_factory=StageModelConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
