@@ -325,7 +325,7 @@ def index_pages(pages: dict[str, str]) -> dict[str, str]:
 # how each deviation's rows in results/fidelity.json are shown (a docgen marker; shown once the rows exist)
 FIDELITY_TABLES = {
     "tall_readout": "<!-- xlt:pivot file=fidelity metric=intent_acc,slot_f1,semantic_acc "
-                    "where=deviation:tall_readout|baseline,dataset:xsid by=variant langs=en,ja,de -->\n\n"
+                    "where=deviation:tall_readout|baseline,dataset:xsid by=pair,variant langs=en,ja,de -->\n\n"
                     "<!-- xlt:rows file=fidelity where=deviation:tall_readout,method:tall_pretrain "
                     "columns=lang,bleu,bleu_tokenize,char_bleu,roundtrip_bleu,steps,train_seconds -->",
     "tall_memory": "<!-- xlt:rows file=tall-copy-probe where=step:300 columns=variant,heldout_token_accuracy,"
