@@ -26,7 +26,8 @@ A row (every key but ``name`` optional):
   call       ``MODULE:FUNCTION`` instead of a config: a probe over the study's runs, called with (data_dir, runs,
              **args)
   results    the results file of this row's rows, when not the study's (e.g. a bf16 or GPU variant's own file)
-  requires   ``cuda``: the row runs only where a GPU is (it is skipped, with a word, elsewhere)
+  requires   ``cuda``: the row runs only where a GPU is; ``native_bf16``: only where the CPU or GPU multiplies bf16
+             natively (it is skipped, with a word, elsewhere)
 ``imports`` take rows from another benchmark's committed results (``results``, ``where``, ``labels``); ``identity``
 names the fields that make a fresh row replace a committed one (default: the shared ones, deviation and run).
 ``gap_closed``, ``lang_sets`` and ``lang_labels`` add fields derived from the rows (``study_results``).

@@ -85,10 +85,16 @@ def row_seeds(row: dict, seeds: list[int]) -> list[int]:
 
 
 def can_run(row: dict) -> bool:
+    """``requires: cuda`` runs where a GPU is; ``native_bf16`` where ``mixed_precision: auto`` would pick bf16 (a CPU or
+    GPU that multiplies bf16 natively: elsewhere bf16 is emulated, and its speed and numbers are not the user's)."""
     if row.get("requires") == "cuda":
         import torch
 
         return torch.cuda.is_available()
+    if row.get("requires") == "native_bf16":
+        from xlt.core.precision import resolve_precision
+
+        return resolve_precision("auto") == "bf16"
     return True
 
 

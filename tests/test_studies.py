@@ -92,6 +92,9 @@ def test_rows_go_to_their_results_files_and_a_file_without_runs_stays(tmp_path, 
     import torch
 
     assert study.can_run(spec["rows"][1]) == torch.cuda.is_available()
+    from xlt.core.precision import resolve_precision
+
+    assert study.can_run({"requires": "native_bf16"}) == (resolve_precision("auto") == "bf16")
 
 
 def test_manual_rows_run_only_when_named_and_unknown_names_are_refused():
