@@ -38,7 +38,7 @@ SOURCES = [
     # TALL's en-ja pre-training, its NLU with the paper's shifted read-out, against the shipped encoder fine-tuned
     # alone on the same machine and seeds (the fidelity study's paired baseline); the cost leaves out the
     # pre-training's hour
-    ("xSID ja", "fidelity", {"dataset": "xsid", "deviation": ("tall_readout", "baseline"),
+    ("xSID ja", "fidelity", {"dataset": "xsid", "deviation": ("tall_readout", "baseline"), "pair": ("en-ja", None),
                              "variant": ("after", "zero_shot")}, "ja", ("intent_acc", "slot_f1"), {"tall": "tall"}),
 ]
 
