@@ -201,8 +201,8 @@ def test_a_translation_pretraining_gives_a_row_per_direction():
     ("unicoder", "xsid-unicoder-all5-seed1", "unicoder", "zero_shot", "xsid", True),
     ("selection", "selection-xsid-zero-shot-seed1-last", "selection", "zero_shot", "xsid", True),
     ("reproducibility", "repro-xsid-filter-sr-b-seed1", "reproducibility", "filter", "xsid", True),
-    # the committed TALL rows read each token at its own position: a run with the fixed read-out sits beside them
-    ("tall", "xsid-tall-en-de-none-seed1", "tall", "tall", "xsid", False)])
+    # a run with the fixed read-out replaces its own committed rows (same CPU); the own-position rows stay beside them
+    ("tall", "xsid-tall-en-de-none-seed1", "tall", "tall", "xsid", True)])
 def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_name, run_name, results_name, method,
                                                  dataset, replaces):
     """The rows a study's run makes now carry the identity of the committed rows that run made before: they replace
@@ -228,8 +228,10 @@ def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_na
     assert langs, "no committed rows of this run to replace"
     run = runs / run_name
     run.mkdir()
+    # the CPU its committed rows record (a study whose identity has ``cpu`` replaces rows of the same CPU only)
+    cpu = next((r.get("cpu") for r in committed["rows"] if r.get("run") == run_name and r.get("cpu")), None)
     res = {"method": method, "task": "t", "dataset": dataset, "best_step": 1,
-           "train_summary": {"step": 1, "train_seconds": 1.0},
+           "train_summary": {"step": 1, "train_seconds": 1.0, **({"cpu": cpu} if cpu else {})},
            "per_language": {lang: {"accuracy": 0.5, "intent_acc": 0.5, "n": 1} for lang in langs}}
     (run / "results.json").write_text(json.dumps(res))
     tests = study_results.translate_tests(row)
