@@ -84,18 +84,25 @@ def row_seeds(row: dict, seeds: list[int]) -> list[int]:
     return row.get("seeds", [1] if "stage" in row or "call" in row else seeds)
 
 
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _native_bf16() -> bool:
+    from xlt.core.precision import resolve_precision
+
+    return resolve_precision("auto") == "bf16"
+
+
+# what a row's ``requires`` asks of the machine: a GPU; a CPU or GPU that multiplies bf16 natively (where
+# ``mixed_precision: auto`` picks bf16; elsewhere bf16 is emulated, and its speed and numbers are not the user's)
+REQUIREMENTS = {"cuda": _has_cuda, "native_bf16": _native_bf16}
+
+
 def can_run(row: dict) -> bool:
-    """``requires: cuda`` runs where a GPU is; ``native_bf16`` where ``mixed_precision: auto`` would pick bf16 (a CPU or
-    GPU that multiplies bf16 natively: elsewhere bf16 is emulated, and its speed and numbers are not the user's)."""
-    if row.get("requires") == "cuda":
-        import torch
-
-        return torch.cuda.is_available()
-    if row.get("requires") == "native_bf16":
-        from xlt.core.precision import resolve_precision
-
-        return resolve_precision("auto") == "bf16"
-    return True
+    return REQUIREMENTS[row["requires"]]() if row.get("requires") else True
 
 
 def by_name(study: dict) -> dict[str, dict]:

@@ -231,7 +231,7 @@ def test_a_fresh_run_replaces_its_committed_rows(tmp_path, monkeypatch, study_na
     # the CPU its committed rows record (a study whose identity has ``cpu`` replaces rows of the same CPU only)
     cpu = next((r.get("cpu") for r in committed["rows"] if r.get("run") == run_name and r.get("cpu")), None)
     res = {"method": method, "task": "t", "dataset": dataset, "best_step": 1,
-           "train_summary": {"step": 1, "train_seconds": 1.0, **({"cpu": cpu} if cpu else {})},
+           "train_summary": {"step": 1, "train_seconds": 1.0, "cpu": cpu},
            "per_language": {lang: {"accuracy": 0.5, "intent_acc": 0.5, "n": 1} for lang in langs}}
     (run / "results.json").write_text(json.dumps(res))
     tests = study_results.translate_tests(row)

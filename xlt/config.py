@@ -79,7 +79,7 @@ class TrainConfig:
     # dynamic loss scaling, its state kept in the checkpoint); weights, optimizer state and checkpoints stay fp32.
     # "auto" (the default): bf16 where the hardware multiplies bf16 natively (a GPU with bf16; a CPU with avx512_bf16
     # or AMX), fp32 elsewhere; train_summary.json records what ran.  bf16 autocast matched fp32 on xSID and PAN-X (3
-    # seeds each, docs/benchmarks/xsid-zero-shot.md, tasks.md) and trains 1.4x faster on such a CPU.  ("fp32", not
+    # seeds each, docs/benchmarks/xsid-zero-shot.md, tasks.md) and trains 1.3-1.5x faster on such a CPU.  ("fp32", not
     # accelerate's "no": YAML reads a bare no as false)
     mixed_precision: Literal["fp32", "bf16", "fp16", "auto"] = "auto"
     # torch.compile the model (dynamic shapes: every length bucket pads to its own length); the first steps pay the

@@ -41,10 +41,9 @@ class Tall(Method):
                   "fixed; measured (xSID, each pre-training made again, 3 seeds): on en-ja, ja intent / slot F1 "
                   "51.9 / 12.9 against 50.0 / 10.4 before, de 67.4 / 35.1 against 67.7 / 28.8; on en-de, de "
                   "62.6 / 39.3 against 66.5 / 33.3; the shipped encoder alone 52.9 / 32.0 and 71.5 / 59.0. The "
-                  "slot collapse is not the read-out's: the TALL-pre-trained "
-                  "encoder fine-tuned alone keeps ja slot F1 at 29.4 (3 seeds; 30.3 on the first pre-training) "
-                  "and de at 52.6 on en-de (1 seed); "
-                  "it comes with the decoder path",
+                  "slot collapse is not the read-out's: the TALL-pre-trained encoder fine-tuned alone keeps ja "
+                  "slot F1 at 29.4 (3 seeds; 30.3 on the first pre-training) and de at 52.6 on en-de (1 seed); it "
+                  "comes with the decoder path",
                   "tall_readout"),
         Deviation("the decoder's memory", "the encoder's last layer (XLM-R, trained by MLM: its last states keep "
                   "each token's identity)", "the last layer by default; options.memory_layer / memory_mix of the "
